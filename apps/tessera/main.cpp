@@ -1,0 +1,48 @@
+// tessera CLI entry point. Exit codes: 0 success, 1 runtime error or failed verification,
+// 2 usage error (rejected before any data is touched).
+#include <cstdio>
+#include <iostream>
+
+#include "commands.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/version.hpp"
+
+namespace {
+
+constexpr int kUsageExit = 2;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera: read, write, verify and query .tet, deltacells and Zarr v3 / zagg-ragged data", "tessera"};
+  app.set_version_flag("--version", std::string("tessera ") + tessera::kVersion);
+  app.require_subcommand(1);
+  int rc = 0;
+  tessera::cli::register_tet(app, rc);
+  tessera::cli::register_detect(app, rc);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsageExit;
+  } catch (const tessera::UsageError& e) {
+    std::fflush(stdout);
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const tessera::Error& e) {
+    std::fflush(stdout);
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return rc;
+}

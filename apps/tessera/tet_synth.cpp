@@ -1,0 +1,10 @@
+#include "commands.hpp"
+
+namespace tessera::cli {
+
+void register_tet_synth(CLI::App& tet, int& rc) {
+  (void)tet;
+  (void)rc;
+}
+
+}  // namespace tessera::cli

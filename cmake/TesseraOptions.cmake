@@ -1,0 +1,23 @@
+# Compiler flags shared by every tessera target, carried by the `tessera_build_flags` interface.
+add_library(tessera_build_flags INTERFACE)
+target_compile_options(tessera_build_flags INTERFACE -Wall -Wextra)
+# GCC 12 at -O3 reports -Wrestrict false positives inside libstdc++ string concatenation
+# (GCC bug 105329); the warning has no true positives in this code base.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(tessera_build_flags INTERFACE -Wno-restrict)
+endif()
+if(TESSERA_WERROR)
+  target_compile_options(tessera_build_flags INTERFACE -Werror)
+endif()
+# Bit-exact agreement with numpy needs IEEE evaluation without fused multiply-add contraction.
+target_compile_options(tessera_build_flags INTERFACE -ffp-contract=off)
+
+if(TESSERA_SANITIZE)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "TESSERA_SANITIZE needs clang (libFuzzer's fuzzer-no-link)")
+  endif()
+  # Applied globally so every object (including the fuzz entry points) shares the instrumentation.
+  add_compile_options(-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

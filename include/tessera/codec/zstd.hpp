@@ -1,0 +1,34 @@
+// zstd compression with one reusable context per thread. Contexts are created lazily on the
+// calling thread and reused for every later call on it, so decoding many chunks costs no
+// allocations after the first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace tessera::codec {
+
+// Decompresses the zstd frame(s) in `src` into exactly `dst`. Throws FormatError with the text
+// `decoded payload length {d} != raw_byte_len {r}` when the output size differs from dst.size(),
+// or `zstd error: {name}` for a corrupt frame.
+void zstd_decompress_into(std::span<const std::byte> src, std::span<std::byte> dst);
+
+// Compresses `src` as one frame at `level` (libzstd levels; 0 means libzstd's default, 3).
+// `content_size` controls the frame-header content-size field; `checksum` the xxhash trailer.
+struct ZstdOptions {
+  int level = 3;
+  bool content_size = true;
+  bool checksum = false;
+};
+std::vector<std::byte> zstd_compress(std::span<const std::byte> src, const ZstdOptions& options = {});
+// Appends to `out` (avoids reallocating in loops) and returns the compressed size.
+std::size_t zstd_compress_append(std::span<const std::byte> src, std::vector<std::byte>& out,
+                                 const ZstdOptions& options = {});
+
+// The frame's declared content size, if the header is valid and declares one.
+std::optional<std::uint64_t> zstd_frame_content_size(std::span<const std::byte> src);
+
+}  // namespace tessera::codec

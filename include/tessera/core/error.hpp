@@ -1,0 +1,57 @@
+// Typed errors of libtessera. Library code never prints and never exits: it throws one of these.
+// `what()` is the user-facing rule text (what the CLI prints after "error: "); `path()` and
+// `structure()` name the file and the on-disk structure involved when known, and `describe()`
+// joins all three for logs and library users who want the full context.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tessera {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message, std::string path = {}, std::string structure = {})
+      : std::runtime_error(message), path_(std::move(path)), structure_(std::move(structure)) {}
+
+  const std::string& path() const noexcept { return path_; }
+  const std::string& structure() const noexcept { return structure_; }
+  // "path: structure: message", omitting the parts that are unknown.
+  std::string describe() const;
+
+ private:
+  std::string path_;
+  std::string structure_;
+};
+
+// Malformed input: bytes that break a rule of a format specification.
+class FormatError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The operating system refused a read, write, open, rename or map.
+class IoError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The caller asked for something invalid (bad argument, missing dataset, conflicting options).
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A documented limit was exceeded, or arithmetic on file-supplied sizes would overflow.
+class LimitError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Well-formed input that this version of tessera deliberately does not handle.
+class UnsupportedError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace tessera

@@ -1,0 +1,68 @@
+// Writers produce bytes through a ByteSink. The file sink commits atomically: bytes go to a
+// temporary file in the destination directory, and `commit()` fsyncs it, renames it over the
+// destination and fsyncs the directory. A sink destroyed without `commit()` removes its
+// temporary file, so an interrupted or failed write never damages an existing destination.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tessera::io {
+
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  // Appends at the current end.
+  virtual void write(std::span<const std::byte> bytes) = 0;
+  // Overwrites bytes already written (for headers whose contents are known only at the end).
+  virtual void write_at(std::uint64_t offset, std::span<const std::byte> bytes) = 0;
+  virtual std::uint64_t position() const = 0;
+  // Makes the bytes visible at the destination; no further writes are allowed.
+  virtual void commit() = 0;
+};
+
+class AtomicFileSink final : public ByteSink {
+ public:
+  explicit AtomicFileSink(std::string destination);
+  ~AtomicFileSink() override;
+  AtomicFileSink(const AtomicFileSink&) = delete;
+  AtomicFileSink& operator=(const AtomicFileSink&) = delete;
+
+  void write(std::span<const std::byte> bytes) override;
+  void write_at(std::uint64_t offset, std::span<const std::byte> bytes) override;
+  std::uint64_t position() const override { return position_; }
+  void commit() override;
+
+  const std::string& destination() const noexcept { return destination_; }
+  const std::string& temp_path() const noexcept { return temp_path_; }
+
+ private:
+  std::string destination_;
+  std::string temp_path_;
+  int fd_ = -1;
+  std::uint64_t position_ = 0;
+  bool committed_ = false;
+};
+
+// Collects bytes in memory (tests, small objects, payloads built before a store write).
+class MemorySink final : public ByteSink {
+ public:
+  void write(std::span<const std::byte> bytes) override;
+  void write_at(std::uint64_t offset, std::span<const std::byte> bytes) override;
+  std::uint64_t position() const override { return bytes_.size(); }
+  void commit() override { committed_ = true; }
+  const std::vector<std::byte>& bytes() const noexcept { return bytes_; }
+  bool committed() const noexcept { return committed_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+  bool committed_ = false;
+};
+
+// Writes `bytes` to `path` atomically in one call.
+void write_file_atomic(const std::string& path, std::span<const std::byte> bytes);
+
+}  // namespace tessera::io

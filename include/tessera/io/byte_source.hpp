@@ -1,0 +1,65 @@
+// Ranged, read-only access to the bytes of one object: a local file (pread or memory map), a
+// memory buffer, or (later) an HTTP object. Every reader in tessera takes a ByteSource, never a
+// path, so the same parser serves all of them.
+//
+// Contract:
+//  - `read_at(offset, dst)` fills all of `dst` from `offset` or throws IoError (a read past the
+//    end is an error, never a short read). Thread-safe: concurrent calls are allowed.
+//  - `view(offset, len)` returns a pointer to `len` bytes that stays valid for the lifetime of
+//    the source when the source is memory-resident (mmap, memory); otherwise nullptr, and the
+//    caller falls back to `read_at`. Callers check bounds against `size()` first.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tessera::io {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual std::uint64_t size() const = 0;
+  virtual void read_at(std::uint64_t offset, std::span<std::byte> dst) const = 0;
+  virtual const std::byte* view(std::uint64_t /*offset*/, std::uint64_t /*len*/) const { return nullptr; }
+  // Name used in error messages (normally the path as the user wrote it).
+  virtual const std::string& name() const = 0;
+
+  // Convenience: reads [offset, offset + len) into a new buffer.
+  std::vector<std::byte> read_vector(std::uint64_t offset, std::uint64_t len) const;
+};
+
+enum class OpenMode { Mmap, Pread };
+
+// Opens a local file. Mmap maps the whole file read-only (an empty file maps nothing);
+// Pread issues one pread per read_at.
+std::unique_ptr<ByteSource> open_file(const std::string& path, OpenMode mode = OpenMode::Mmap);
+
+// A source over bytes owned by the caller (must outlive the source) or copied in.
+std::unique_ptr<ByteSource> memory_source(std::span<const std::byte> bytes, std::string name = "<memory>");
+std::unique_ptr<ByteSource> owned_memory_source(std::vector<std::byte> bytes, std::string name = "<memory>");
+
+// Wraps another source and counts the ranged reads and bytes that go through it; `view` is
+// disabled so every access is counted. Used by tests to prove how many reads an operation makes.
+class CountingSource final : public ByteSource {
+ public:
+  explicit CountingSource(const ByteSource& inner) : inner_(inner) {}
+  std::uint64_t size() const override { return inner_.size(); }
+  void read_at(std::uint64_t offset, std::span<std::byte> dst) const override;
+  const std::string& name() const override { return inner_.name(); }
+
+  std::uint64_t reads() const noexcept { return reads_.load(); }
+  std::uint64_t bytes() const noexcept { return bytes_.load(); }
+  void reset() noexcept { reads_ = 0; bytes_ = 0; }
+
+ private:
+  const ByteSource& inner_;
+  mutable std::atomic<std::uint64_t> reads_{0};
+  mutable std::atomic<std::uint64_t> bytes_{0};
+};
+
+}  // namespace tessera::io

@@ -1,0 +1,97 @@
+// Reading `.tet` files: `TetFile::open` runs the structural pass (layout.hpp) and then tessera's
+// semantic rules (spec tet.md §1.9 B), so an opened file has a valid dtype, a complete chunk
+// grid and exact tile sizes for every dataset. Chunks decode straight into caller buffers, on
+// every thread, with one zstd context per thread.
+//
+// A TetFile is immutable after open and safe to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/core/dtype.hpp"
+#include "tessera/io/byte_source.hpp"
+#include "tessera/tet/layout.hpp"
+
+namespace tessera::tet {
+
+// One axis of a strided box: indices start, start+step, … < stop (stop exclusive, step ≥ 1).
+struct AxisRange {
+  std::uint64_t start = 0;
+  std::uint64_t stop = 0;
+  std::uint64_t step = 1;
+  std::uint64_t count() const noexcept { return stop > start ? (stop - start + step - 1) / step : 0; }
+};
+using Box = std::vector<AxisRange>;
+
+struct Dataset {
+  std::uint32_t id = 0;
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<std::uint64_t> shape;
+  std::vector<std::uint64_t> chunk_shape;
+  std::vector<std::uint64_t> grid;            // chunks per axis
+  std::vector<std::uint32_t> entry_of_chunk;  // index entry per grid cell, row-major over `grid`
+  std::uint64_t element_count = 0;
+  std::uint64_t logical_bytes = 0;
+
+  std::size_t ndim() const noexcept { return shape.size(); }
+  std::size_t element_size() const noexcept { return dtype_size(dtype); }
+  Box full_box() const;
+  // Row-major position of grid coordinate `coords` in `entry_of_chunk`.
+  std::uint64_t chunk_ordinal(std::span<const std::uint64_t> coords) const noexcept;
+  // The tile of grid coordinate `coords`: its first element and clipped extent per axis.
+  void tile_extent(std::span<const std::uint64_t> coords, std::span<std::uint64_t> origin,
+                   std::span<std::uint64_t> extent) const noexcept;
+};
+
+// The first semantic rule (§1.9 B) that `layout` breaks for dataset `id`, as the spec's text,
+// or nullopt. `verify` reports these under `dataset_tensor_bytes`; `open` throws them.
+std::optional<std::string> dataset_rule_violation(const Layout& layout, std::uint32_t id);
+// The first entry whose dataset_id is out of range, as the spec's text, or nullopt.
+std::optional<std::string> dataset_id_violation(const Layout& layout);
+
+struct ReadOptions {
+  // Threads to decode with (0 = all available).
+  unsigned threads = 0;
+};
+
+class TetFile {
+ public:
+  // Opens and validates. Throws FormatError (spec texts; path() = source name) on any rule.
+  static TetFile open(std::shared_ptr<const io::ByteSource> source);
+  static TetFile open(const std::string& path, io::OpenMode mode = io::OpenMode::Mmap);
+
+  const io::ByteSource& source() const noexcept { return *source_; }
+  const Layout& layout() const noexcept { return layout_; }
+  const std::vector<Dataset>& datasets() const noexcept { return datasets_; }
+  // First dataset with this exact name, or nullptr.
+  const Dataset* find(std::string_view name) const noexcept;
+  // Footer metadata of a dataset, or nullptr.
+  const DatasetMetadata* metadata_of(std::string_view name) const noexcept;
+  const ChunkEntry& entry(std::uint32_t index) const noexcept { return layout_.entries[index]; }
+
+  // Decodes one chunk (raw copy or zstd) into `dst`, which must be exactly raw_byte_len bytes.
+  // Throws FormatError `chunk {i}: {codec error}` naming the entry index.
+  void decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) const;
+
+  // Reads the strided box `box` of `dataset` into `dst` in logical (row-major) order; `dst`
+  // must hold box element count × element size bytes. Touched chunks decode in parallel.
+  void read_box(const Dataset& dataset, const Box& box, std::span<std::byte> dst, const ReadOptions& options = {}) const;
+
+ private:
+  TetFile(std::shared_ptr<const io::ByteSource> source, Layout layout);
+  std::shared_ptr<const io::ByteSource> source_;
+  Layout layout_;
+  std::vector<Dataset> datasets_;
+};
+
+// Grid indices of the chunks along one axis that contain at least one selected index.
+std::vector<std::uint64_t> touched_chunks(const AxisRange& range, std::uint64_t chunk_extent);
+
+}  // namespace tessera::tet

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every Debian package tessera needs to build, test, benchmark and fuzz.
+# Idempotent: packages already present are not touched, and apt is only called when
+# something is missing. Runs as root (or through sudo when available) on Debian 12.
+set -euo pipefail
+
+packages=(
+  # toolchain and build
+  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
+  # codecs, checksums, hashing
+  libzstd-dev zstd zlib1g-dev libisal-dev libssl-dev
+  # JSON, TOML, CLI, formatting, threads
+  nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libtbb-dev
+  # tests and benchmarks
+  googletest libgtest-dev libbenchmark-dev hyperfine
+  # independent readers used by the tests
+  python3 python3-numpy
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#packages[@]} Debian packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "bootstrap: need root to install: ${missing[*]}" >&2; exit 1
+  fi
+fi
+echo "bootstrap: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,76 @@
+# Shared by test.sh, fuzz.sh and demo.sh (sourced, not run): the repository root, the two
+# build configurations, wall-clock timing and fuzz-corpus seeding, so each is written once.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+JOBS=2
+# Conformance data lives beside the repository unless the environment points elsewhere.
+CONFORMANCE_DIR="${TESSERA_CONFORMANCE_DIR:-$ROOT/../shared/conformance}"
+
+# Ninja, plus ccache as compiler launcher when it is installed.
+common_cmake_args=(-G Ninja)
+if command -v ccache >/dev/null 2>&1; then
+  common_cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+# Release with gcc, warnings as errors, benchmarks on so they keep compiling. Every TESSERA_BUILD_*
+# option is spelled out because the cache may come from another script's narrower configure.
+configure_release() {
+  cmake -S "$ROOT" -B "$ROOT/build/release" "${common_cmake_args[@]}" \
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release \
+    -DTESSERA_WERROR=ON -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_BENCH=ON
+}
+
+# clang with address+undefined sanitizers and libFuzzer targets; -O1 keeps stacks readable.
+configure_asan() {
+  cmake -S "$ROOT" -B "$ROOT/build/asan" "${common_cmake_args[@]}" \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTESSERA_SANITIZE=ON \
+    -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_BENCH=OFF
+}
+
+now() { date +%s.%N; }
+# seconds_since START: wall time since a `now` reading, one decimal.
+seconds_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+section() { printf '\n==== %s ====\n' "$*"; }
+
+# fuzz_targets: every libFuzzer binary of the asan build, one path per line.
+fuzz_targets() {
+  local bin
+  for bin in "$ROOT"/build/asan/fuzz/fuzz_*; do
+    if [ -f "$bin" ] && [ -x "$bin" ]; then printf '%s\n' "$bin"; fi
+  done
+}
+
+# seed_corpus TARGET DIR: copies fuzz/corpus/TARGET/ and every path listed in fuzz/TARGET.seeds
+# into DIR (flat, numbered so equal basenames cannot collide). A seeds line is a file or a
+# folder, relative to the repository root or to the conformance data; blank lines and lines
+# starting with '#' are skipped. A listed path that exists in neither place is an error, so a
+# stale seeds file is noticed. Prints the number of seeds copied.
+seed_corpus() {
+  local target=$1 dir=$2 n=0 line path file
+  local sources=()
+  if [ -d "$ROOT/fuzz/corpus/$target" ]; then sources+=("$ROOT/fuzz/corpus/$target"); fi
+  if [ -f "$ROOT/fuzz/$target.seeds" ]; then
+    while IFS= read -r line || [ -n "$line" ]; do
+      line="${line#"${line%%[![:space:]]*}"}"
+      line="${line%"${line##*[![:space:]]}"}"
+      if [ -z "$line" ] || [ "${line:0:1}" = "#" ]; then continue; fi
+      if [ -e "$ROOT/$line" ]; then path="$ROOT/$line"
+      elif [ -e "$CONFORMANCE_DIR/$line" ]; then path="$CONFORMANCE_DIR/$line"
+      else
+        echo "seed_corpus: $target.seeds lists '$line', found neither in $ROOT nor in $CONFORMANCE_DIR" >&2
+        return 1
+      fi
+      sources+=("$path")
+    done <"$ROOT/fuzz/$target.seeds"
+  fi
+  if [ ${#sources[@]} -gt 0 ]; then
+    while IFS= read -r -d '' file; do
+      n=$((n + 1))
+      cp -- "$file" "$dir/seed-$(printf '%05d' "$n")-$(basename "$file")"
+    done < <(find "${sources[@]}" -type f -print0)
+  fi
+  echo "$n"
+}

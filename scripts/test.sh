@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The CI test pass, runnable from any directory:
+#   stage 1: gcc Release build (warnings as errors, benchmarks compiled) and every ctest test;
+#   stage 2: clang build with address+undefined sanitizers, ctest without tests labelled `slow`,
+#            then a ~10 s libFuzzer smoke run of each fuzz target.
+# Stops at the first failure. The last line is always `N passed, N failed`, counting ctest tests
+# of both stages plus one per fuzz target; a failing configure or build step counts as one failure.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$ROOT"
+
+PASSED=0
+FAILED=0
+STEP="bootstrap"
+STAGE=""       # the stage running, for its wall time if it fails
+STAGE_T0=""
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera-test.XXXXXX")"
+
+finish() {
+  local rc=$?
+  rm -rf "$WORK"
+  if [ "$rc" -ne 0 ]; then
+    if [ -n "$STAGE" ]; then echo "$STAGE wall time: $(seconds_since "$STAGE_T0") s (failed)"; fi
+    echo "test.sh: FAILED during: $STEP" >&2
+    if [ "$FAILED" -eq 0 ]; then FAILED=1; fi
+  fi
+  echo "$PASSED passed, $FAILED failed"
+  exit "$rc"
+}
+trap finish EXIT
+
+# run_ctest BUILD_DIR [ctest args...]: runs the suite and adds its counts to PASSED/FAILED.
+run_ctest() {
+  local dir=$1 log="$WORK/ctest.log" rc=0 line total failed
+  shift
+  ctest --test-dir "$dir" -j"$JOBS" --output-on-failure "$@" 2>&1 | tee "$log" || rc=$?
+  # ctest ends with e.g. "98% tests passed, 1 test failed out of 57".
+  line="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)"
+  if [ -n "$line" ]; then
+    failed="$(sed -E 's/.* ([0-9]+) tests? failed out of.*/\1/' <<<"$line")"
+    total="$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")"
+    PASSED=$((PASSED + total - failed))
+    FAILED=$((FAILED + failed))
+  elif [ "$rc" -ne 0 ]; then
+    FAILED=$((FAILED + 1))  # ctest itself failed (e.g. test discovery) before counting anything
+  fi
+  return "$rc"
+}
+
+# smoke_fuzz BIN: ~10 s of libFuzzer from a fresh corpus seeded with the target's seeds.
+smoke_fuzz() {
+  local bin=$1 name corpus artifacts log seeds rc=0
+  name="$(basename "$bin")"
+  corpus="$WORK/corpus-$name"
+  artifacts="$ROOT/build/asan/fuzz-artifacts/$name"
+  log="$WORK/$name.log"
+  mkdir -p "$corpus" "$artifacts"
+  seeds="$(seed_corpus "$name" "$corpus")"
+  echo "-- $name ($seeds seeds)"
+  "$bin" -max_total_time=10 -rss_limit_mb=4096 -timeout=60 -artifact_prefix="$artifacts/" "$corpus" \
+    >"$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    PASSED=$((PASSED + 1))
+    grep -E '^#[0-9]+.*DONE' "$log" | tail -n 1 || true
+  else
+    FAILED=$((FAILED + 1))
+    tail -n 60 "$log"
+    echo "$name failed (exit $rc); reproducer, if any, in $artifacts" >&2
+  fi
+  return "$rc"
+}
+
+"$ROOT/scripts/bootstrap.sh"
+
+section "stage 1: gcc Release build + tests"
+STAGE="stage 1"
+STAGE_T0="$(now)"
+STEP="stage 1 configure"
+configure_release
+STEP="stage 1 build"
+cmake --build build/release -j"$JOBS"
+STEP="stage 1 ctest"
+run_ctest build/release
+echo "stage 1 wall time: $(seconds_since "$STAGE_T0") s"
+
+section "stage 2: clang address+undefined sanitizers, tests + fuzz smoke"
+STAGE="stage 2"
+STAGE_T0="$(now)"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+STEP="stage 2 configure"
+configure_asan
+STEP="stage 2 build"
+cmake --build build/asan -j"$JOBS"
+STEP="stage 2 ctest"
+run_ctest build/asan -LE slow
+echo "stage 2 build + tests wall time: $(seconds_since "$STAGE_T0") s"
+t_fuzz="$(now)"
+STEP="stage 2 fuzz smoke"
+mapfile -t targets < <(fuzz_targets)
+if [ ${#targets[@]} -eq 0 ]; then echo "no fuzz targets built"; fi
+for bin in "${targets[@]}"; do
+  STEP="fuzz smoke $(basename "$bin")"
+  smoke_fuzz "$bin"
+done
+echo "stage 2 fuzz smoke wall time: $(seconds_since "$t_fuzz") s"
+echo "stage 2 wall time: $(seconds_since "$STAGE_T0") s"
+STAGE=""
+STEP="done"

@@ -1,0 +1,92 @@
+// Helpers shared by every test suite: where the conformance data lives, scratch directories,
+// running child processes (the tessera CLI, /usr/bin/python3 as an independent reader, the zstd
+// CLI) with their output captured, and whole-file reads and writes.
+//
+// Test files should name GoogleTest's namespace as `::testing` when they also open
+// `namespace tessera`, since `testing` there resolves to this namespace.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tessera/io/byte_source.hpp"
+
+namespace tessera::testing {
+
+// The shared conformance data: $TESSERA_CONFORMANCE_DIR when set, else the directory configured
+// at build time.
+std::filesystem::path conformance_dir();
+
+// The repository root the tests were built from (fuzz seeds, docs, scripts).
+std::filesystem::path source_dir();
+
+// A fresh, uniquely named directory under $TMPDIR (or /tmp), removed with everything in it when
+// the object is destroyed.
+class TempDir {
+ public:
+  explicit TempDir(std::string_view prefix = "tessera-test");
+  ~TempDir();
+  TempDir(TempDir&& other) noexcept;
+  TempDir& operator=(TempDir&& other) noexcept;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+  // path() / relative, for brevity at call sites.
+  std::filesystem::path operator/(const std::filesystem::path& relative) const { return path_ / relative; }
+
+ private:
+  void remove() noexcept;
+  std::filesystem::path path_;
+};
+
+struct RunResult {
+  int rc = -1;      // exit status, or 128 + signal number when the child was killed by a signal
+  std::string out;  // everything the child wrote to stdout
+  std::string err;  // everything the child wrote to stderr
+};
+
+struct RunOptions {
+  // Every member has a default initializer so designated initializers may name any subset
+  // (`{.stdin_data = bytes}`) without -Wmissing-field-initializers.
+  std::filesystem::path cwd{};                                // empty: the current directory
+  std::vector<std::pair<std::string, std::string>> env{};     // added to / overriding the environment
+  std::string stdin_data{};                                   // empty: the child sees stdin at EOF
+};
+
+// Runs argv[0] (looked up on PATH when it has no '/') with the given arguments and waits for it.
+// stdout and stderr are captured separately; stdin is a pipe carrying `stdin_data` and then EOF.
+// Throws std::system_error when the program cannot be started.
+RunResult run_process(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// Runs the tessera CLI built alongside the tests.
+RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options = {});
+
+// Whether `/usr/bin/python3 -c 'import numpy'` succeeds (checked once per process).
+bool have_python_numpy();
+
+// Runs `/usr/bin/python3 -c code args...`; inside the script the arguments are sys.argv[1:].
+RunResult run_python(const std::string& code, const std::vector<std::string>& args = {},
+                     const RunOptions& options = {});
+
+// Whole-file helpers; they throw std::runtime_error naming the path on failure.
+std::vector<std::byte> read_file_bytes(const std::filesystem::path& path);
+std::string read_file_text(const std::filesystem::path& path);
+void write_file_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes);
+void write_file_text(const std::filesystem::path& path, std::string_view text);
+
+}  // namespace tessera::testing
+
+namespace tessera::io {
+
+// GoogleTest finds this by argument-dependent lookup, so parameterised tests over an OpenMode
+// print "Mmap"/"Pread" (and ::testing::PrintToStringParamName() names them so) instead of raw bytes.
+inline void PrintTo(OpenMode mode, std::ostream* os) { *os << (mode == OpenMode::Mmap ? "Mmap" : "Pread"); }
+
+}  // namespace tessera::io

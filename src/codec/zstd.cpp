@@ -3,6 +3,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,16 @@ void check(std::size_t rc, const char* what) {
   if (ZSTD_isError(rc)) throw Error(std::string("zstd ") + what + ": " + ZSTD_getErrorName(rc));
 }
 
+FormatError length_mismatch(const std::string& got, std::uint64_t expected) {
+  return FormatError("decoded payload length " + got + " != raw_byte_len " + std::to_string(expected));
+}
+
+// The frames decode to more than `expected` bytes: name the declared size when there is one.
+FormatError too_long(std::span<const std::byte> src, std::uint64_t expected) {
+  const auto declared = zstd_frame_content_size(src);
+  return length_mismatch(declared ? std::to_string(*declared) : "> " + std::to_string(expected), expected);
+}
+
 }  // namespace
 
 void zstd_decompress_into(std::span<const std::byte> src, std::span<std::byte> dst) {
@@ -42,15 +53,104 @@ void zstd_decompress_into(std::span<const std::byte> src, std::span<std::byte> d
   // "Destination buffer is too small", which we turn into the length rule of the formats.
   const std::size_t rc = ZSTD_decompressDCtx(ctx, dst.data(), dst.size(), src.data(), src.size());
   if (ZSTD_isError(rc)) {
-    if (ZSTD_getErrorCode(rc) == ZSTD_error_dstSize_tooSmall) {
-      const auto declared = zstd_frame_content_size(src);
-      const std::string got = declared ? std::to_string(*declared) : std::string("> ") + std::to_string(dst.size());
-      throw FormatError("decoded payload length " + got + " != raw_byte_len " + std::to_string(dst.size()));
-    }
+    if (ZSTD_getErrorCode(rc) == ZSTD_error_dstSize_tooSmall) throw too_long(src, dst.size());
     throw FormatError(std::string("zstd error: ") + ZSTD_getErrorName(rc));
   }
-  if (rc != dst.size())
-    throw FormatError("decoded payload length " + std::to_string(rc) + " != raw_byte_len " + std::to_string(dst.size()));
+  if (rc != dst.size()) throw length_mismatch(std::to_string(rc), dst.size());
+}
+
+void zstd_check_decoded_length(std::span<const std::byte> src, std::uint64_t expected) {
+  ZSTD_DCtx* ctx = thread_dctx();
+  ZSTD_DCtx_reset(ctx, ZSTD_reset_session_only);
+  if (src.empty()) {  // no frame at all decodes to nothing, as in the one-shot decoder
+    if (expected != 0) throw length_mismatch("0", expected);
+    return;
+  }
+  thread_local std::vector<std::byte> window(ZSTD_DStreamOutSize());
+  ZSTD_inBuffer in{src.data(), src.size(), 0};
+  std::uint64_t produced = 0;
+  while (true) {
+    ZSTD_outBuffer out{window.data(), window.size(), 0};
+    const std::size_t rc = ZSTD_decompressStream(ctx, &out, &in);
+    if (ZSTD_isError(rc)) throw FormatError(std::string("zstd error: ") + ZSTD_getErrorName(rc));
+    produced += out.pos;
+    if (produced > expected) throw too_long(src, expected);
+    if (rc == 0 && in.pos == in.size) break;  // the last frame ended with the input
+    // All input consumed mid-frame with room left in the window: the frame is cut short, which
+    // the one-shot decoder reports as a wrong source size.
+    if (in.pos == in.size && out.pos < out.size)
+      throw FormatError(std::string("zstd error: ") + ZSTD_getErrorString(ZSTD_error_srcSize_wrong));
+  }
+  if (produced != expected) throw length_mismatch(std::to_string(produced), expected);
+}
+
+std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_bytes) {
+  const auto too_large = [&] {
+    return LimitError("zstd: decoded size exceeds the limit of " + std::to_string(max_bytes) + " bytes");
+  };
+  // Fast path: every frame declares its size, so the output is allocated once at its exact size.
+  // Sum of the frames' declared sizes, or UNKNOWN when one frame does not declare its size.
+  unsigned long long declared = 0;
+  for (std::span<const std::byte> rest = src; !rest.empty() && declared != ZSTD_CONTENTSIZE_UNKNOWN;) {
+    const unsigned long long n = ZSTD_getFrameContentSize(rest.data(), rest.size());
+    const std::size_t frame = ZSTD_findFrameCompressedSize(rest.data(), rest.size());
+    if (n == ZSTD_CONTENTSIZE_ERROR || ZSTD_isError(frame)) throw FormatError("zstd error: not a sequence of valid zstd frames");
+    if (n == ZSTD_CONTENTSIZE_UNKNOWN || declared + n < declared) declared = ZSTD_CONTENTSIZE_UNKNOWN;
+    else declared += n;
+    rest = rest.subspan(frame);
+  }
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN) {
+    if (declared > max_bytes) throw too_large();
+    std::vector<std::byte> out(static_cast<std::size_t>(declared));
+    zstd_decompress_into(src, out);
+    return out;
+  }
+  // Streaming: grow the output geometrically, never past the cap.
+  ZSTD_DCtx* ctx = thread_dctx();
+  // A frame header may declare a window of up to 128 MiB, which the streaming decoder would
+  // allocate before producing a byte; no window larger than the cap is needed to produce at most
+  // `max_bytes`, so the window is bounded by it. The context's parameters are restored on exit
+  // because the one-shot decoder shares it.
+  struct ParameterReset {
+    ZSTD_DCtx* ctx;
+    ~ParameterReset() { ZSTD_DCtx_reset(ctx, ZSTD_reset_session_and_parameters); }
+  } reset{ctx};
+  ZSTD_DCtx_reset(ctx, ZSTD_reset_session_and_parameters);
+  int window_log = 10;  // ZSTD_WINDOWLOG_ABSOLUTEMIN
+  while (window_log < 27 && (std::uint64_t{1} << window_log) < max_bytes) ++window_log;
+  check(ZSTD_DCtx_setParameter(ctx, ZSTD_d_windowLogMax, window_log), "window limit");
+  std::vector<std::byte> out;
+  ZSTD_inBuffer in{src.data(), src.size(), 0};
+  std::size_t produced = 0;
+  for (;;) {
+    std::byte probe{};
+    ZSTD_outBuffer o{out.data(), out.size(), produced};
+    if (produced == out.size()) {
+      if (produced >= max_bytes) {
+        // Full at the cap: any further output byte means the cap is exceeded.
+        o = ZSTD_outBuffer{&probe, 1, 0};
+      } else {
+        const std::uint64_t grown = std::min<std::uint64_t>(max_bytes, std::max<std::uint64_t>(4096, produced * 2));
+        out.resize(static_cast<std::size_t>(grown));
+        o = ZSTD_outBuffer{out.data(), out.size(), produced};
+      }
+    }
+    const std::size_t in_before = in.pos;
+    const std::size_t out_before = o.pos;
+    const std::size_t rc = ZSTD_decompressStream(ctx, &o, &in);
+    if (ZSTD_isError(rc) && ZSTD_getErrorCode(rc) == ZSTD_error_frameParameter_windowTooLarge) throw too_large();
+    if (ZSTD_isError(rc)) throw FormatError(std::string("zstd error: ") + ZSTD_getErrorName(rc));
+    if (o.dst == &probe) {
+      if (o.pos != 0) throw too_large();
+    } else {
+      produced = o.pos;
+    }
+    // rc == 0: a frame ended exactly here; with no input left, the stream is complete.
+    if (rc == 0 && in.pos == in.size) break;
+    if (in.pos == in_before && o.pos == out_before) throw FormatError("truncated zstd frame");
+  }
+  out.resize(produced);
+  return out;
 }
 
 std::size_t zstd_compress_append(std::span<const std::byte> src, std::vector<std::byte>& out, const ZstdOptions& options) {

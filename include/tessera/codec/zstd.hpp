@@ -16,6 +16,22 @@ namespace tessera::codec {
 // or `zstd error: {name}` for a corrupt frame.
 void zstd_decompress_into(std::span<const std::byte> src, std::span<std::byte> dst);
 
+// Checks that the zstd frame(s) in `src` decode to exactly `expected` bytes, throwing the same
+// FormatErrors as zstd_decompress_into into a buffer of that size, but streaming through a small
+// reused window: a payload that claims gigabytes costs no more memory than a small one (beyond
+// the frame's window, at most 128 MiB by libzstd's default limit).
+void zstd_check_decoded_length(std::span<const std::byte> src, std::uint64_t expected);
+
+// Decompresses the zstd frame(s) in `src` (one or more concatenated frames, content size declared
+// or not) when the decoded size is not known in advance. When every frame declares its content
+// size the total is checked against `max_bytes` before anything is allocated; otherwise the
+// frames are decoded in streaming mode and decoding stops as soon as the output would exceed
+// `max_bytes`. Throws LimitError (`decoded size exceeds the limit of {max_bytes} bytes`) beyond
+// the cap and FormatError (`zstd error: {name}`, or `truncated zstd frame`) for corrupt input.
+// Frame checksums, when present, are verified. A frame whose declared window exceeds the cap is a
+// LimitError too (its decoder alone would need more memory than the cap).
+std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_bytes);
+
 // Compresses `src` as one frame at `level` (libzstd levels; 0 means libzstd's default, 3).
 // `content_size` controls the frame-header content-size field; `checksum` the xxhash trailer.
 struct ZstdOptions {

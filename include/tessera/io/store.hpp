@@ -1,18 +1,48 @@
 // Key → object storage for directory formats (Zarr stores, deltacells datasets, hive leaves).
-// Keys are '/'-separated relative paths. Reads return ByteSources, so ranged reads work the same
-// on a local directory and (later) on an HTTP prefix; writes are atomic per object.
+// Keys are '/'-separated relative paths. Reads return ByteSources or byte vectors, so ranged
+// reads work the same on a local directory, in memory and (later) on an HTTP prefix; writes are
+// atomic per object.
+//
+// A "GET" is one read request: `get`, `get_range`, `get_suffix`, or one `read_at` on a source
+// returned by `open`. `CountingStore` counts them, which is how tests prove how many requests an
+// operation makes. A missing object is a normal answer (nullptr / std::nullopt), not an error.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/io/byte_source.hpp"
 
 namespace tessera::io {
+
+// The key rule of the store model: non-empty '/'-separated components, none of them `.` or
+// `..`, no `\` or NUL, no leading or trailing '/'. Keys read from metadata are checked with this
+// before use.
+bool is_valid_key(std::string_view key) noexcept;
+
+// `prefix + "/" + name`, or `name` when the prefix is empty (the store root).
+std::string join_key(std::string_view prefix, std::string_view name);
+
+// The answer to a ranged read: the bytes and the total size of the object (what an HTTP server
+// reports in Content-Range), so one request both reads a shard index and bounds its entries.
+struct RangeRead {
+  std::vector<std::byte> bytes;
+  std::uint64_t object_size = 0;
+};
+
+// Immediate children of a prefix, like a delimiter LIST: object names and sub-prefix names
+// (single components, sorted, names starting with '.' skipped).
+struct DirListing {
+  std::vector<std::string> objects;
+  std::vector<std::string> prefixes;
+};
 
 class Store {
  public:
@@ -25,9 +55,27 @@ class Store {
   virtual void put(const std::string& key, std::span<const std::byte> bytes) = 0;
   virtual void erase(const std::string& key) = 0;
   virtual const std::string& name() const = 0;
+
+  // One GET of the whole object.
+  virtual std::optional<std::vector<std::byte>> get(const std::string& key) const;
+  // One GET of [offset, offset + length), clipped at the end of the object (a range starting
+  // past the end returns no bytes), as HTTP range requests behave.
+  virtual std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
+                                             std::uint64_t length) const;
+  // One GET of the last min(length, size) bytes.
+  virtual std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const;
+  // The object's size without reading it (a HEAD request).
+  virtual std::optional<std::uint64_t> size(const std::string& key) const;
+  // Same as `list`: every key below a prefix.
+  std::vector<std::string> list_prefix(const std::string& prefix) const { return list(prefix); }
+  // Immediate children of `prefix` (empty = the root).
+  virtual DirListing list_dir(const std::string& prefix) const;
+  // Removes every object below `prefix` (and the object named `prefix`, if any).
+  virtual void erase_prefix(const std::string& prefix);
 };
 
 // A local directory. Keys must not escape the root ("..", absolute paths are refused).
+// Listings skip names starting with '.' (temporary files of in-flight atomic writes).
 class DirectoryStore final : public Store {
  public:
   explicit DirectoryStore(std::string root, OpenMode mode = OpenMode::Mmap);
@@ -39,9 +87,93 @@ class DirectoryStore final : public Store {
   const std::string& name() const override { return root_; }
   std::string path_of(const std::string& key) const;
 
+  // Ranged reads use pread whatever the open mode: a copy is made anyway, and mapping a file
+  // for one small read costs more than reading it.
+  std::optional<std::vector<std::byte>> get(const std::string& key) const override;
+  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
+                                     std::uint64_t length) const override;
+  std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override;
+  std::optional<std::uint64_t> size(const std::string& key) const override;
+  DirListing list_dir(const std::string& prefix) const override;
+  void erase_prefix(const std::string& prefix) override;
+
  private:
+  std::unique_ptr<ByteSource> open_pread(const std::string& key) const;
   std::string root_;
   OpenMode mode_;
+};
+
+// Objects held in memory (tests, fuzzing, staging). Keys must satisfy `is_valid_key`
+// (UsageError otherwise). Thread-safe.
+class MemoryStore final : public Store {
+ public:
+  explicit MemoryStore(std::string name = "<memory>") : name_(std::move(name)) {}
+  std::unique_ptr<ByteSource> open(const std::string& key) const override;
+  bool exists(const std::string& key) const override;
+  std::vector<std::string> list(const std::string& prefix) const override;
+  void put(const std::string& key, std::span<const std::byte> bytes) override;
+  void erase(const std::string& key) override;
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string name_;
+  mutable std::mutex mutex_;
+  // Objects are shared with the sources `open` returned, so replacing an object never
+  // invalidates a reader in flight.
+  std::map<std::string, std::shared_ptr<const std::vector<std::byte>>> objects_;
+};
+
+// Wraps a store and counts every request that goes through it: each `get`, `get_range` and
+// `get_suffix` is one GET (a GET of a missing object included: over HTTP it is one request);
+// each `read_at` on a source returned by `open` is one GET too (`view` is disabled on them so
+// no access escapes the count). `size`/`exists` count as HEADs, `list`/`list_dir` as LISTs.
+// Every GET is also recorded in a log. Writes pass through uncounted. Thread-safe.
+class CountingStore final : public Store {
+ public:
+  enum class GetKind { Whole, Range, Suffix, SourceRead };
+  struct Get {
+    GetKind kind;
+    std::string key;
+    std::uint64_t offset;  // Range/SourceRead; 0 otherwise
+    std::uint64_t length;  // bytes requested (Whole: bytes returned)
+    bool found;
+  };
+
+  explicit CountingStore(Store& inner) : inner_(inner) {}
+
+  std::unique_ptr<ByteSource> open(const std::string& key) const override;
+  bool exists(const std::string& key) const override;
+  std::vector<std::string> list(const std::string& prefix) const override;
+  void put(const std::string& key, std::span<const std::byte> bytes) override { inner_.put(key, bytes); }
+  void erase(const std::string& key) override { inner_.erase(key); }
+  const std::string& name() const override { return inner_.name(); }
+  std::optional<std::vector<std::byte>> get(const std::string& key) const override;
+  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
+                                     std::uint64_t length) const override;
+  std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override;
+  std::optional<std::uint64_t> size(const std::string& key) const override;
+  DirListing list_dir(const std::string& prefix) const override;
+  void erase_prefix(const std::string& prefix) override { inner_.erase_prefix(prefix); }
+
+  std::uint64_t gets() const;
+  std::uint64_t bytes() const;  // bytes returned by all GETs
+  std::uint64_t heads() const;
+  std::uint64_t lists() const;
+  std::vector<Get> log() const;
+  // GETs whose key equals `key`.
+  std::uint64_t gets_of(const std::string& key) const;
+  void reset();
+
+  // Records one GET (used by the sources `open` returns).
+  void record(Get get) const;
+
+ private:
+  Store& inner_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Get> log_;
+  mutable std::uint64_t bytes_ = 0;
+  mutable std::uint64_t heads_ = 0;
+  mutable std::uint64_t lists_ = 0;
 };
 
 }  // namespace tessera::io

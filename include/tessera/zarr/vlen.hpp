@@ -1,0 +1,62 @@
+// The `vlen-bytes` inner-chunk framing (spec §2.6): one read chunk of variable-length byte
+// strings, before any bytes→bytes codec.
+//
+//   u32le element_count            (every element of the chunk, empty ones included)
+//   repeat element_count times:
+//     u32le length                 (0 for an empty element)
+//     length bytes
+//
+// Unframing checks the count against the chunk's element count, every length against the
+// bytes that remain, and that nothing follows the last element.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tessera/zarr/errors.hpp"
+
+namespace tessera::zarr {
+
+inline constexpr std::size_t kVlenCountBytes = 4;
+inline constexpr std::size_t kVlenLengthBytes = 4;
+
+// Frames `elements`. Throws LimitError when an element or the count does not fit a u32.
+std::vector<std::byte> frame_vlen(std::span<const std::span<const std::byte>> elements);
+
+// Where one element lies inside the framed bytes.
+struct VlenElementRef {
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+};
+
+// Locates every element of a framed chunk without copying. Throws FormatError naming
+// `chunk.key`, the chunk and (when one is at fault) the element index: count missing or !=
+// `expected_count`, a length running past the end, trailing bytes.
+std::vector<VlenElementRef> unframe_vlen(std::span<const std::byte> framed, std::uint64_t expected_count,
+                                         const ChunkRef& chunk);
+
+// One decoded read chunk of byte strings: owns the unframed bytes, element i is a view into them.
+class VlenChunk {
+ public:
+  VlenChunk() = default;
+  VlenChunk(std::vector<std::byte> framed, std::vector<VlenElementRef> elements)
+      : bytes_(std::move(framed)), elements_(std::move(elements)) {}
+  // `count` empty elements: what an absent chunk reads as.
+  static VlenChunk empty(std::uint64_t count) { return VlenChunk({}, std::vector<VlenElementRef>(count)); }
+
+  std::size_t size() const noexcept { return elements_.size(); }
+  std::span<const std::byte> operator[](std::size_t i) const {
+    return {bytes_.data() + elements_[i].offset, elements_[i].length};
+  }
+  // True when every element is the empty byte string.
+  bool all_empty() const noexcept;
+
+ private:
+  std::vector<std::byte> bytes_;
+  std::vector<VlenElementRef> elements_;
+};
+
+}  // namespace tessera::zarr

@@ -1,0 +1,137 @@
+// The codec chain of one read chunk: bytes / vlen-bytes, zstd, crc32c.
+#include "tessera/zarr/codec.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "tessera/codec/checksum.hpp"
+#include "tessera/codec/zstd.hpp"
+#include "tessera/core/endian.hpp"
+
+namespace tessera::zarr {
+namespace {
+
+// Runs the bytes→bytes codecs backwards over `stored`. With `exact_out`, the last step (the
+// first codec in list order) writes straight into it and the result must fill it exactly;
+// returns true when it did so. Otherwise the decoded bytes are left in `cur` (a view into
+// `stored` or into `scratch`).
+// The u32le checksum the crc32c codec appends.
+constexpr std::size_t kCrcBytes = 4;
+
+bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> stored, std::span<const std::byte>& cur,
+                           std::vector<std::byte>& scratch, std::span<std::byte>* exact_out, std::uint64_t max_bytes,
+                           const ChunkRef& chunk) {
+  cur = stored;
+  for (std::size_t i = chain.bytes_to_bytes.size(); i-- > 0;) {
+    const auto& codec = chain.bytes_to_bytes[i];
+    if (std::holds_alternative<Crc32cCodec>(codec)) {
+      if (cur.size() < kCrcBytes)
+        fail<FormatError>(chunk.key, chunk.label() + " crc32c", "is " + std::to_string(cur.size()) + " bytes, shorter than its checksum");
+      const auto payload = cur.first(cur.size() - kCrcBytes);
+      const std::uint32_t stored_crc = load_le<std::uint32_t>(cur.data() + payload.size());
+      const std::uint32_t computed = codec::crc32c(payload);
+      if (stored_crc != computed) {
+        char text[64];
+        std::snprintf(text, sizeof text, "CRC-32C mismatch: stored %08x, computed %08x", stored_crc, computed);
+        fail<FormatError>(chunk.key, chunk.label() + " crc32c", text);
+      }
+      cur = payload;  // stripping the checksum is a view, no copy
+      continue;
+    }
+    try {
+      if (i == 0 && exact_out) {
+        codec::zstd_decompress_into(cur, *exact_out);
+        return true;
+      }
+      std::vector<std::byte> decoded = codec::zstd_decompress_capped(cur, max_bytes);
+      scratch = std::move(decoded);
+      cur = scratch;
+    } catch (const LimitError& e) {
+      fail<LimitError>(chunk.key, chunk.label() + " zstd", e.what());
+    } catch (const FormatError& e) {
+      fail<FormatError>(chunk.key, chunk.label() + " zstd", e.what());
+    }
+  }
+  return false;
+}
+
+std::vector<std::byte> encode_bytes_to_bytes(const CodecChain& chain, std::vector<std::byte> raw) {
+  for (const auto& codec : chain.bytes_to_bytes) {
+    if (const auto* z = std::get_if<ZstdCodec>(&codec)) {
+      raw = codec::zstd_compress(raw, codec::ZstdOptions{.level = z->level, .content_size = true, .checksum = z->checksum});
+    } else {
+      append_le<std::uint32_t>(raw, codec::crc32c(raw));
+    }
+  }
+  return raw;
+}
+
+void swap_elements(std::span<std::byte> bytes, std::size_t size) {
+  for (std::size_t off = 0; off + size <= bytes.size(); off += size)
+    std::reverse(bytes.begin() + static_cast<std::ptrdiff_t>(off), bytes.begin() + static_cast<std::ptrdiff_t>(off + size));
+}
+
+bool big_endian(const CodecChain& chain) {
+  const auto* bytes = std::get_if<BytesCodec>(&chain.array_to_bytes);
+  return bytes && bytes->endian == Endian::Big;
+}
+
+}  // namespace
+
+void decode_dense_chunk(const CodecChain& chain, const DataType& type, std::span<const std::byte> stored,
+                        std::span<std::byte> out, std::uint64_t max_bytes, const ChunkRef& chunk) {
+  std::span<const std::byte> cur;
+  std::vector<std::byte> scratch;
+  if (!decode_bytes_to_bytes(chain, stored, cur, scratch, &out, max_bytes, chunk)) {
+    if (cur.size() != out.size())
+      fail<FormatError>(chunk.key, chunk.label() + " bytes",
+                        "decodes to " + std::to_string(cur.size()) + " bytes, the chunk needs " + std::to_string(out.size()) +
+                            " (chunk shape x itemsize)");
+    if (!out.empty()) std::memcpy(out.data(), cur.data(), out.size());
+  }
+  if (big_endian(chain) && type.item_size() > 1) swap_elements(out, type.item_size());
+  if (type.dtype == DType::Bool) {
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (std::to_integer<unsigned>(out[i]) > 1)
+        fail<FormatError>(chunk.key, chunk.label() + " bytes",
+                          "bool element " + std::to_string(i) + " is " + std::to_string(std::to_integer<unsigned>(out[i])) +
+                              " (only 0 and 1 are valid)");
+  }
+}
+
+std::vector<std::byte> encode_dense_chunk(const CodecChain& chain, const DataType& type,
+                                          std::span<const std::byte> elements) {
+  std::vector<std::byte> raw(elements.begin(), elements.end());
+  if (big_endian(chain) && type.item_size() > 1) swap_elements(raw, type.item_size());
+  return encode_bytes_to_bytes(chain, std::move(raw));
+}
+
+VlenChunk decode_vlen_chunk(const CodecChain& chain, std::span<const std::byte> stored, std::uint64_t count,
+                            std::uint64_t max_bytes, const ChunkRef& chunk) {
+  std::span<const std::byte> cur;
+  std::vector<std::byte> scratch;
+  decode_bytes_to_bytes(chain, stored, cur, scratch, nullptr, max_bytes, chunk);
+  if (cur.size() > max_bytes)
+    fail<LimitError>(chunk.key, chunk.label(),
+                     "decoded size " + std::to_string(cur.size()) + " exceeds the limit of " + std::to_string(max_bytes) + " bytes");
+  // Own the framed bytes: reuse the decoder's buffer when there is one.
+  std::vector<std::byte> framed;
+  if (!scratch.empty() && cur.data() == scratch.data()) {
+    scratch.resize(cur.size());
+    framed = std::move(scratch);
+  } else {
+    framed.assign(cur.begin(), cur.end());
+  }
+  auto elements = unframe_vlen(framed, count, chunk);
+  return VlenChunk(std::move(framed), std::move(elements));
+}
+
+std::vector<std::byte> encode_vlen_chunk(const CodecChain& chain, std::span<const std::span<const std::byte>> elements) {
+  return encode_bytes_to_bytes(chain, frame_vlen(elements));
+}
+
+}  // namespace tessera::zarr

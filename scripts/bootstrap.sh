@@ -16,6 +16,9 @@ packages=(
   # independent readers used by the tests
   python3 python3-numpy
 )
+# Node.js and npm run the npm-packaged independent readers (zarrita); a machine that already has
+# them (e.g. a newer Node.js from elsewhere) keeps its own.
+if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
 
 missing=()
 for pkg in "${packages[@]}"; do

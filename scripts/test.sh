@@ -71,6 +71,11 @@ smoke_fuzz() {
 }
 
 "$ROOT/scripts/bootstrap.sh"
+# npm test dependencies (independent readers such as zarrita) come from the committed lock file.
+STEP="npm ci"
+if [ ! -d "$ROOT/tests/zarr/node/node_modules" ]; then
+  npm ci --prefix "$ROOT/tests/zarr/node" --no-audit --no-fund
+fi
 
 section "stage 1: gcc Release build + tests"
 STAGE="stage 1"

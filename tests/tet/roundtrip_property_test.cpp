@@ -269,8 +269,8 @@ TEST(TetRoundTripProperty, RandomFilesReadBackExactly) {
   for (std::size_t r = 1; r <= 8; ++r) EXPECT_GT(ranks[r], 100) << "rank " << r;
   for (std::size_t t = 0; t < kDTypes.size(); ++t) EXPECT_GT(dtypes[t], 100) << "dtype " << t;
   const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // Recorded for the test report only: speed is measured by the benchmarks, never asserted here.
   RecordProperty("seconds", std::to_string(secs));
-  EXPECT_LT(secs, 60.0);
 }
 
 // ---- independent readers ----------------------------------------------------------------------

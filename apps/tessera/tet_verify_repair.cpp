@@ -1,10 +1,99 @@
+// `tessera tet verify PATH` and `tessera tet repair PATH` (spec tet.md §2, §6.3). A failed
+// verification prints its report on stdout and `verification failed` on stderr (exit 1); a
+// repair whose re-verification fails says so on stderr (exit 1). Neither message has the
+// `error:` prefix of runtime errors.
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "commands.hpp"
+#include "tessera/io/byte_source.hpp"
+#include "tessera/tet/repair.hpp"
+#include "tessera/tet/verify.hpp"
 
 namespace tessera::cli {
+namespace {
+
+struct VerifyArgs {
+  std::string path;
+  bool json = false;
+  bool quiet = false;
+  bool deep = false;
+  bool repair = false;
+};
+
+struct RepairArgs {
+  std::string path;
+  bool json = false;
+  bool dry_run = false;
+  std::vector<std::string> apply;
+};
+
+tet::VerifyReport verify_path(const std::string& path, bool deep) {
+  tet::VerifyOptions options;
+  options.deep_decode = deep;
+  return tet::verify(*io::open_file(path), options);
+}
+
+void register_repair(CLI::App& tet, int& rc) {
+  auto a = std::make_shared<RepairArgs>();
+  CLI::App* cmd = tet.add_subcommand("repair", "Plan or apply in-place repairs of a .tet file");
+  cmd->add_option("PATH", a->path, ".tet file")->required();
+  cmd->add_flag("--json", a->json, "Pretty JSON");
+  cmd->add_option("--apply", a->apply, "Repair code to apply (repeatable); without it, print the plan")
+      ->allow_extra_args(false);
+  cmd->add_flag("--dry-run", a->dry_run, "With --apply: describe the repair without writing");
+
+  cmd->callback([a, &rc] {
+    rc = 0;
+    if (a->apply.empty()) {
+      const tet::RepairPlan plan = tet::plan_repairs(a->path, verify_path(a->path, false));
+      write_stream(stdout, a->json ? tet::render_plan_json(plan) : tet::render_plan_text(plan));
+      return;
+    }
+    tet::RepairOptions options;
+    options.apply = a->apply;
+    options.dry_run = a->dry_run;
+    const tet::RepairReport report = tet::repair_file(a->path, options);
+    write_stream(stdout, a->json ? tet::render_repair_json(report) : tet::render_repair_text(report));
+    if (report.verify_after_ok == false) {
+      write_stream(stderr, "repair finished but verification still failed\n");
+      rc = 1;
+    }
+  });
+}
+
+}  // namespace
+
+void add_tet_verify_command(CLI::App& cmd, int& rc, PathCheck check_path) {
+  auto a = std::make_shared<VerifyArgs>();
+  cmd.add_option("PATH", a->path, ".tet file")->required();
+  CLI::Option* json = cmd.add_flag("--json", a->json, "Pretty JSON report");
+  cmd.add_flag("-q,--quiet", a->quiet, "One summary line")->excludes(json);
+  cmd.add_flag("--deep", a->deep, "Decode-check every chunk (default: the first 128)");
+  cmd.add_flag("--repair", a->repair, "On failure, apply the repairable fixes and verify again");
+
+  cmd.callback([a, &rc, check_path] {
+    if (check_path) check_path(a->path);
+    tet::VerifyReport report = verify_path(a->path, a->deep);
+    if (a->repair && !report.ok) {
+      const tet::RepairReport repaired = tet::repair_from_report(a->path, report);
+      // The reference prints the repair text with one more newline (eprintln!); kept.
+      if (!a->quiet && !a->json) write_stream(stderr, tet::render_repair_text(repaired) + "\n");
+      report = verify_path(a->path, a->deep);
+    }
+    write_stream(stdout, a->json    ? tet::render_verify_json(report)
+                         : a->quiet ? tet::render_verify_quiet(report)
+                                    : tet::render_verify_text(report));
+    rc = report.ok ? 0 : 1;
+    if (!report.ok) write_stream(stderr, "verification failed\n");
+  });
+}
 
 void register_tet_verify_repair(CLI::App& tet, int& rc) {
-  (void)tet;
-  (void)rc;
+  CLI::App* cmd = tet.add_subcommand("verify", "Check a .tet file and recommend fixes");
+  add_tet_verify_command(*cmd, rc);
+  register_repair(tet, rc);
 }
 
 }  // namespace tessera::cli

@@ -14,28 +14,39 @@
 namespace tessera::tet {
 namespace {
 
-std::string quoted(std::string_view name) {
-  std::string out = "\"";
+std::string bracketed(std::span<const std::uint64_t> v) { return "[" + join_coords(v, ", ") + "]"; }
+
+std::string dataset_prefix(std::uint32_t id, const DatasetRecord& r) { return dataset_label(id, r.name) + ": "; }
+
+// Chunks along one axis: ceil(shape / cs), written so that extents near 2^64 cannot wrap.
+std::uint64_t grid_len(std::uint64_t shape, std::uint64_t cs) { return shape / cs + (shape % cs != 0); }
+
+// Clipped tile extent along one axis (c inside the grid, so c·cs < shape). `begin + cs` could
+// wrap for chunk extents near 2^64, hence the subtraction form.
+std::uint64_t tile_len(std::uint64_t c, std::uint64_t cs, std::uint64_t shape) {
+  const std::uint64_t begin = c * cs;
+  return std::min(cs, shape - begin);
+}
+
+// The first index selected by `r` at or after `lo` (lo ≥ r.start), or nullopt when it would lie
+// beyond 2^64 - 1 (and so beyond any stop).
+std::optional<std::uint64_t> first_selected_from(const AxisRange& r, std::uint64_t lo) {
+  const std::uint64_t gap = lo - r.start;
+  const std::uint64_t steps = gap / r.step + (gap % r.step != 0);
+  const auto offset = mul_u64(steps, r.step);
+  return offset ? add_u64(r.start, *offset) : std::nullopt;
+}
+
+}  // namespace
+
+std::string dataset_label(std::uint64_t id, std::string_view name) {
+  std::string out = "dataset " + std::to_string(id) + " (\"";
   for (char c : name) {
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
-  return out + "\"";
+  return out + "\")";
 }
-
-std::string bracketed(std::span<const std::uint64_t> v) { return "[" + join_coords(v, ", ") + "]"; }
-
-std::string dataset_prefix(std::uint32_t id, const DatasetRecord& r) {
-  return "dataset " + std::to_string(id) + " (" + quoted(r.name) + "): ";
-}
-
-// Clipped tile extent along one axis.
-std::uint64_t tile_len(std::uint64_t c, std::uint64_t cs, std::uint64_t shape) {
-  const std::uint64_t begin = c * cs;
-  return std::min(begin + cs, shape) - begin;
-}
-
-}  // namespace
 
 std::optional<std::string> dataset_id_violation(const Layout& L) {
   const std::uint64_t n = L.datasets.size();
@@ -46,7 +57,12 @@ std::optional<std::string> dataset_id_violation(const Layout& L) {
   return std::nullopt;
 }
 
-std::optional<std::string> dataset_rule_violation(const Layout& L, std::uint32_t id) {
+namespace {
+
+// The semantic rules of dataset `id`, given the indices of its entries in index order. Taking
+// the entries from the caller keeps a whole-file check linear: scanning every entry per dataset
+// made opening a file with many small datasets quadratic.
+std::optional<std::string> rule_violation(const Layout& L, std::uint32_t id, std::span<const std::size_t> entries) {
   const DatasetRecord& r = L.datasets[id];
   const std::string prefix = dataset_prefix(id, r);
   const auto dtype = dtype_from_tag(r.dtype_tag);
@@ -57,15 +73,14 @@ std::optional<std::string> dataset_rule_violation(const Layout& L, std::uint32_t
   for (std::size_t d = 0; d < nd; ++d) {
     if (r.shape[d] == 0 || r.chunk_shape[d] == 0) return prefix + "zero extent in shape or chunk_shape";
     if (bytes) bytes = mul_u64(*bytes, r.shape[d]);
-    grid[d] = r.shape[d] / r.chunk_shape[d] + (r.shape[d] % r.chunk_shape[d] != 0);
+    grid[d] = grid_len(r.shape[d], r.chunk_shape[d]);
   }
   if (!bytes) return prefix + "logical tensor byte length overflow";
 
   // Coordinates of this dataset's entries, in index order.
   std::vector<std::pair<std::array<std::uint64_t, kMaxRank>, std::size_t>> coords;
-  for (std::size_t i = 0; i < L.entries.size(); ++i) {
+  for (const std::size_t i : entries) {
     const ChunkEntry& e = L.entries[i];
-    if (e.dataset_id != id) continue;
     for (std::size_t d = 0; d < nd; ++d)
       if (e.chunk_index[d] >= grid[d])
         return prefix + "chunk " + std::to_string(i) + " coordinate " + bracketed({e.chunk_index.data(), nd}) +
@@ -100,6 +115,33 @@ std::optional<std::string> dataset_rule_violation(const Layout& L, std::uint32_t
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<std::string> dataset_rule_violation(const Layout& L, std::uint32_t id) {
+  std::vector<std::size_t> entries;
+  for (std::size_t i = 0; i < L.entries.size(); ++i)
+    if (L.entries[i].dataset_id == id) entries.push_back(i);
+  return rule_violation(L, id, entries);
+}
+
+std::vector<std::optional<std::string>> dataset_rule_violations(const Layout& L) {
+  // Entry indices grouped by dataset (a counting sort that keeps index order within a group);
+  // entries with an out-of-range dataset_id belong to no group.
+  const std::size_t n = L.datasets.size();
+  std::vector<std::size_t> start(n + 1, 0);
+  for (const auto& e : L.entries)
+    if (e.dataset_id < n) ++start[e.dataset_id + 1];
+  for (std::size_t id = 0; id < n; ++id) start[id + 1] += start[id];
+  std::vector<std::size_t> grouped(start[n]);
+  std::vector<std::size_t> cursor(start.begin(), start.end() - 1);
+  for (std::size_t i = 0; i < L.entries.size(); ++i)
+    if (L.entries[i].dataset_id < n) grouped[cursor[L.entries[i].dataset_id]++] = i;
+  std::vector<std::optional<std::string>> out(n);
+  for (std::uint32_t id = 0; id < n; ++id)
+    out[id] = rule_violation(L, id, std::span(grouped).subspan(start[id], start[id + 1] - start[id]));
+  return out;
+}
+
 Box Dataset::full_box() const {
   Box box(ndim());
   for (std::size_t d = 0; d < ndim(); ++d) box[d] = {0, shape[d], 1};
@@ -131,8 +173,8 @@ TetFile TetFile::open(std::shared_ptr<const io::ByteSource> source) {
   Layout layout = parse_layout(*source);
   const std::string& path = source->name();
   if (auto broken = dataset_id_violation(layout)) throw FormatError(*broken, path, "chunk index");
-  for (std::uint32_t id = 0; id < layout.datasets.size(); ++id)
-    if (auto broken = dataset_rule_violation(layout, id)) throw FormatError(*broken, path, "dataset directory");
+  for (auto& broken : dataset_rule_violations(layout))
+    if (broken) throw FormatError(std::move(*broken), path, "dataset directory");
 
   TetFile file(std::move(source), std::move(layout));
   const Layout& L = file.layout_;
@@ -148,7 +190,7 @@ TetFile TetFile::open(std::shared_ptr<const io::ByteSource> source) {
     ds.element_count = 1;
     std::uint64_t cells = 1;
     for (std::size_t d = 0; d < r.ndim(); ++d) {
-      ds.grid.push_back((r.shape[d] + r.chunk_shape[d] - 1) / r.chunk_shape[d]);
+      ds.grid.push_back(grid_len(r.shape[d], r.chunk_shape[d]));
       ds.element_count *= r.shape[d];
       cells *= ds.grid.back();
     }
@@ -176,29 +218,59 @@ const DatasetMetadata* TetFile::metadata_of(std::string_view name) const noexcep
   return it == m.end() ? nullptr : &it->second;
 }
 
-void TetFile::decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) const {
-  const ChunkEntry& e = layout_.entries[entry_index];
+namespace {
+
+// The stored bytes of a chunk: a view into memory-resident sources, else a per-thread copy
+// (valid until the next call on the same thread).
+std::span<const std::byte> stored_payload(const io::ByteSource& source, const ChunkEntry& e) {
+  if (const std::byte* p = source.view(e.payload_offset, e.stored_byte_len)) return {p, checked_size(e.stored_byte_len)};
+  thread_local std::vector<std::byte> staging;
+  staging.resize(checked_size(e.stored_byte_len));
+  source.read_at(e.payload_offset, staging);
+  return staging;
+}
+
+[[noreturn]] void rethrow_as_chunk_error(const io::ByteSource& source, std::uint64_t entry_index, const Error& err) {
+  throw FormatError("chunk " + std::to_string(entry_index) + ": " + err.what(), source.name(), "chunk payload");
+}
+
+}  // namespace
+
+void decode_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std::uint64_t entry_index,
+                          std::span<std::byte> dst) {
   if (dst.size() != e.raw_byte_len)
     throw UsageError("decode_chunk: destination is " + std::to_string(dst.size()) + " bytes, chunk is " +
                      std::to_string(e.raw_byte_len));
   try {
     if (e.codec == static_cast<std::uint32_t>(Codec::Raw)) {
-      source_->read_at(e.payload_offset, dst);
+      source.read_at(e.payload_offset, dst);
       return;
     }
-    std::span<const std::byte> payload;
-    thread_local std::vector<std::byte> staging;
-    if (const std::byte* p = source_->view(e.payload_offset, e.stored_byte_len)) {
-      payload = {p, checked_size(e.stored_byte_len)};
-    } else {
-      staging.resize(checked_size(e.stored_byte_len));
-      source_->read_at(e.payload_offset, staging);
-      payload = staging;
-    }
-    codec::zstd_decompress_into(payload, dst);
+    codec::zstd_decompress_into(stored_payload(source, e), dst);
   } catch (const Error& err) {
-    throw FormatError("chunk " + std::to_string(entry_index) + ": " + err.what(), source_->name(), "chunk payload");
+    rethrow_as_chunk_error(source, entry_index, err);
   }
+}
+
+void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std::uint64_t entry_index) {
+  // Raw tiles are no larger than the file (S13); zstd tiles can claim any size, so large ones
+  // are only streamed through a window instead of being decoded whole.
+  constexpr std::uint64_t kWholeTileBytes = std::uint64_t{16} << 20;
+  if (e.codec == static_cast<std::uint32_t>(Codec::Raw) || e.raw_byte_len <= kWholeTileBytes) {
+    thread_local std::vector<std::byte> tile;
+    tile.resize(checked_size(e.raw_byte_len, "chunk raw_byte_len"));
+    decode_chunk_payload(source, e, entry_index, tile);
+    return;
+  }
+  try {
+    codec::zstd_check_decoded_length(stored_payload(source, e), e.raw_byte_len);
+  } catch (const Error& err) {
+    rethrow_as_chunk_error(source, entry_index, err);
+  }
+}
+
+void TetFile::decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) const {
+  decode_chunk_payload(*source_, layout_.entries[entry_index], entry_index, dst);
 }
 
 std::vector<std::uint64_t> touched_chunks(const AxisRange& r, std::uint64_t cs) {
@@ -206,9 +278,10 @@ std::vector<std::uint64_t> touched_chunks(const AxisRange& r, std::uint64_t cs) 
   if (r.count() == 0) return out;
   // A chunk is touched when the first selected index at or after its start lies inside it.
   for (std::uint64_t c = r.start / cs; c <= (r.stop - 1) / cs; ++c) {
-    const std::uint64_t lo = std::max(c * cs, r.start);
-    const std::uint64_t first = r.start + (lo - r.start + r.step - 1) / r.step * r.step;
-    if (first < std::min((c + 1) * cs, r.stop)) out.push_back(c);
+    const std::uint64_t begin = c * cs;  // <= stop - 1, so neither this nor `end` wraps
+    const std::uint64_t end = begin + std::min(cs, r.stop - begin);
+    const auto first = first_selected_from(r, std::max(begin, r.start));
+    if (first && *first < end) out.push_back(c);
   }
   return out;
 }
@@ -301,11 +374,11 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
     for (std::size_t d = 0; d < nd; ++d) {
       const AxisRange& r = box[d];
       const std::uint64_t lo = std::max(origin[d], r.start);
-      const std::uint64_t first = r.start + (lo - r.start + r.step - 1) / r.step * r.step;  // first selected ≥ lo
+      const std::uint64_t first = first_selected_from(r, lo).value_or(UINT64_MAX);
       const std::uint64_t hi = std::min(origin[d] + extent[d], r.stop);
       AxisCopy& a = axes[d];
       a.step = r.step;
-      a.count = first < hi ? (hi - first + r.step - 1) / r.step : 0;
+      a.count = first < hi ? (hi - first - 1) / r.step + 1 : 0;
       a.tile_first = first - origin[d];
       a.out_first = (first - r.start) / r.step;
       if (a.count == 0) return;

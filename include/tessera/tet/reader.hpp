@@ -25,7 +25,8 @@ struct AxisRange {
   std::uint64_t start = 0;
   std::uint64_t stop = 0;
   std::uint64_t step = 1;
-  std::uint64_t count() const noexcept { return stop > start ? (stop - start + step - 1) / step : 0; }
+  // Written so that ranges near 2^64 cannot wrap; an invalid step 0 selects nothing.
+  std::uint64_t count() const noexcept { return stop > start && step > 0 ? (stop - start - 1) / step + 1 : 0; }
 };
 using Box = std::vector<AxisRange>;
 
@@ -50,11 +51,28 @@ struct Dataset {
                    std::span<std::uint64_t> extent) const noexcept;
 };
 
+// `dataset {id} ({name:?})`: how rule texts name a dataset (name in double quotes, `"` and `\`
+// escaped).
+std::string dataset_label(std::uint64_t id, std::string_view name);
+
 // The first semantic rule (§1.9 B) that `layout` breaks for dataset `id`, as the spec's text,
 // or nullopt. `verify` reports these under `dataset_tensor_bytes`; `open` throws them.
 std::optional<std::string> dataset_rule_violation(const Layout& layout, std::uint32_t id);
+// The same for every dataset at once (element `id` for dataset `id`), in time linear in the
+// number of entries; prefer it to calling dataset_rule_violation for each id.
+std::vector<std::optional<std::string>> dataset_rule_violations(const Layout& layout);
 // The first entry whose dataset_id is out of range, as the spec's text, or nullopt.
 std::optional<std::string> dataset_id_violation(const Layout& layout);
+
+// Decodes the payload of index entry `entry_index` (raw copy or zstd) from `source` into `dst`,
+// which must be exactly raw_byte_len bytes. Throws FormatError `chunk {i}: {codec error}`.
+// TetFile::decode_chunk and `verify` (which also decodes files that do not open) share it.
+void decode_chunk_payload(const io::ByteSource& source, const ChunkEntry& entry, std::uint64_t entry_index,
+                          std::span<std::byte> dst);
+// The decode check of `verify`: succeeds or fails exactly as decode_chunk_payload would, but a
+// large zstd tile is streamed through a small window rather than decoded whole, so a few bytes
+// of payload claiming a huge tile cannot make the check allocate that size.
+void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& entry, std::uint64_t entry_index);
 
 struct ReadOptions {
   // Threads to decode with (0 = all available).

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs tessera's benchmarks from a Release build (docs/performance.md).
+#
+#   scripts/bench.sh tet-read [--size-gib N] [--repeat R] [--threads T] [--no-cli]
+#       Whole-file read throughput of the .tet reader (bench/bench_tet_read.cpp) against memcpy
+#       and bare libzstd. The input files (about N GiB each, default 2) are synthesized once
+#       into build/bench-data/ and reused; delete them to regenerate.
+#
+# Environment: BUILD_DIR (default build/release), JOBS (parallel compile jobs, default 2).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${BUILD_DIR:-$root/build/release}"
+data_dir="$root/build/bench-data"
+jobs="${JOBS:-2}"
+
+usage() {
+  sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+# Configures a Release tree when none exists, then (re)builds just the benchmark target.
+build() {
+  local target="$1"
+  if [ ! -f "$build_dir/build.ninja" ] && [ ! -f "$build_dir/Makefile" ]; then
+    local generator=()
+    if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+    cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_FUZZ=OFF -DTESSERA_BUILD_BENCH=ON
+  fi
+  cmake --build "$build_dir" --target "$target" -j "$jobs"
+}
+
+[ $# -ge 1 ] || usage
+command="$1"
+shift
+case "$command" in
+  tet-read)
+    build bench_tet_read
+    mkdir -p "$data_dir"
+    exec "$build_dir/bench/bench_tet_read" --data-dir "$data_dir" "$@"
+    ;;
+  -h | --help) usage ;;
+  *)
+    echo "bench.sh: unknown benchmark '$command'" >&2
+    usage
+    ;;
+esac

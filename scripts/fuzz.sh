@@ -23,9 +23,6 @@ fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera-fuzz.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-"$ROOT/scripts/bootstrap.sh"
-section "build (clang, address+undefined sanitizers)"
-configure_asan
 mapfile -t all_targets < <(find "$ROOT/fuzz" -maxdepth 1 -name 'fuzz_*.cpp' -printf '%f\n' | sed 's/\.cpp$//' | sort)
 if [ "$target" = "all" ]; then
   selected=("${all_targets[@]}")
@@ -41,6 +38,9 @@ if [ ${#selected[@]} -eq 0 ]; then
   echo "fuzz.sh: no fuzz targets in fuzz/" >&2
   exit 1
 fi
+"$ROOT/scripts/bootstrap.sh"
+section "build (clang, address+undefined sanitizers)"
+configure_asan
 cmake --build build/asan -j"$JOBS" --target "${selected[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

@@ -31,9 +31,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kUsageExit;
-  } catch (const tessera::UsageError& e) {
+  } catch (const tessera::IoError& e) {
+    // The OS error alone ("No such file or directory") does not say which file; format errors
+    // keep their exact spec texts, which already name what is wrong.
     std::fflush(stdout);
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << e.describe() << "\n";
     return 1;
   } catch (const tessera::Error& e) {
     std::fflush(stdout);

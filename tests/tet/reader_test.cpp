@@ -90,5 +90,11 @@ TEST(TetFileOpen, ErrorsCarryThePathAndStructure) {
   }
 }
 
+TEST(TetCliErrors, UnreadableFilesNameThePath) {
+  const testing::RunResult r = testing::run_cli({"tet", "info", "/nonexistent-dir/x.tet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "error: /nonexistent-dir/x.tet: cannot open: No such file or directory\n");
+}
+
 }  // namespace
 }  // namespace tessera::tet

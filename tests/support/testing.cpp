@@ -166,6 +166,8 @@ fs::path conformance_dir() {
 
 fs::path source_dir() { return TESSERA_SOURCE_DIR; }
 
+fs::path tet_fixture(const std::string& relative) { return conformance_dir() / "tetration" / relative; }
+
 TempDir::TempDir(std::string_view prefix) {
   const char* tmp = std::getenv("TMPDIR");
   const fs::path base = (tmp != nullptr && *tmp != '\0') ? fs::path(tmp) : fs::path("/tmp");

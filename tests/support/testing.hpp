@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <ostream>
 #include <span>
@@ -25,6 +26,17 @@ std::filesystem::path conformance_dir();
 
 // The repository root the tests were built from (fuzz seeds, docs, scripts).
 std::filesystem::path source_dir();
+
+// A file of the `.tet` conformance data: conformance_dir() / "tetration" / relative.
+std::filesystem::path tet_fixture(const std::string& relative);
+
+// The bytes of a vector of trivially copyable values (test data for writers and decoders).
+template <typename T>
+std::vector<std::byte> bytes_of(const std::vector<T>& values) {
+  std::vector<std::byte> out(values.size() * sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
 
 // A fresh, uniquely named directory under $TMPDIR (or /tmp), removed with everything in it when
 // the object is destroyed.

@@ -30,14 +30,9 @@ using tet::Codec;
 using tet::DatasetSpec;
 using tet::TetAppender;
 
-template <typename T>
-std::vector<std::byte> bytes_of(const std::vector<T>& values) {
-  std::vector<std::byte> out(values.size() * sizeof(T));
-  std::memcpy(out.data(), values.data(), out.size());
-  return out;
-}
+using tessera::testing::bytes_of;
 
-fs::path fixture(const std::string& name) { return conformance_dir() / "tetration" / name; }
+fs::path fixture(const std::string& name) { return tessera::testing::tet_fixture(name); }
 
 // A writable copy of a conformance file in `dir`.
 fs::path copy_fixture(const TempDir& dir, const std::string& name) {

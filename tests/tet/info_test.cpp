@@ -25,7 +25,7 @@ using Bytes = std::vector<std::byte>;
 using testing::run_cli;
 using testing::TempDir;
 
-fs::path fixture(const std::string& relative) { return testing::conformance_dir() / "tetration" / relative; }
+fs::path fixture(const std::string& relative) { return testing::tet_fixture(relative); }
 
 std::string info(std::vector<std::string> flags, const fs::path& path) {
   flags.insert(flags.begin(), {"tet", "info"});

@@ -27,7 +27,7 @@ using Bytes = std::vector<std::byte>;
 using testing::run_cli;
 using testing::TempDir;
 
-fs::path fixture(const std::string& relative) { return testing::conformance_dir() / "tetration" / relative; }
+fs::path fixture(const std::string& relative) { return testing::tet_fixture(relative); }
 
 Bytes fixture_bytes(const std::string& relative) { return testing::read_file_bytes(fixture(relative)); }
 

@@ -33,12 +33,7 @@ using tet::DatasetSpec;
 using tet::TetWriter;
 using tet::WriterOptions;
 
-template <typename T>
-std::vector<std::byte> bytes_of(const std::vector<T>& values) {
-  std::vector<std::byte> out(values.size() * sizeof(T));
-  std::memcpy(out.data(), values.data(), out.size());
-  return out;
-}
+using tessera::testing::bytes_of;
 
 template <typename T>
 std::vector<T> iota_values(std::size_t n, T first) {

@@ -24,22 +24,13 @@ std::string available_names(const tet::TetFile& file) {
   return names.empty() ? "(none)" : names;
 }
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 void run_cat(const CatArgs& args) {
   // Parse the selection before touching any file so a malformed one fails fast.
   const auto entries = args.selection.empty() ? std::vector<tet::SelectionEntry>{}
                                               : tet::parse_selection_text(args.selection);
   const tet::TetFile file = tet::TetFile::open(args.file);
   const tet::Dataset* ds = file.find(args.dataset);
-  if (!ds) throw UsageError("dataset " + quoted(args.dataset) + " not found; available: " + available_names(file));
+  if (!ds) throw UsageError("dataset " + tet::quoted_name(args.dataset) + " not found; available: " + available_names(file));
   const tet::Box box = args.selection.empty() ? ds->full_box()
                                               : tet::resolve_selection(*ds, file.metadata_of(ds->name), entries);
   io::AtomicFileSink sink(args.out);

@@ -39,13 +39,17 @@ std::optional<std::uint64_t> first_selected_from(const AxisRange& r, std::uint64
 
 }  // namespace
 
-std::string dataset_label(std::uint64_t id, std::string_view name) {
-  std::string out = "dataset " + std::to_string(id) + " (\"";
+std::string quoted_name(std::string_view name) {
+  std::string out = "\"";
   for (char c : name) {
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
-  return out + "\")";
+  return out + "\"";
+}
+
+std::string dataset_label(std::uint64_t id, std::string_view name) {
+  return "dataset " + std::to_string(id) + " (" + quoted_name(name) + ")";
 }
 
 std::optional<std::string> dataset_id_violation(const Layout& L) {

@@ -51,8 +51,9 @@ struct Dataset {
                    std::span<std::uint64_t> extent) const noexcept;
 };
 
-// `dataset {id} ({name:?})`: how rule texts name a dataset (name in double quotes, `"` and `\`
-// escaped).
+// `{name:?}`: a name in double quotes with `"` and `\` escaped, as the spec's texts quote it.
+std::string quoted_name(std::string_view name);
+// `dataset {id} ({name:?})`: how rule texts name a dataset.
 std::string dataset_label(std::uint64_t id, std::string_view name);
 
 // The first semantic rule (§1.9 B) that `layout` breaks for dataset `id`, as the spec's text,

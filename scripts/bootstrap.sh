@@ -9,12 +9,14 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
   # codecs, checksums, hashing
   libzstd-dev zstd zlib1g-dev libisal-dev libssl-dev
+  # images (ragged heatmaps) and HDF5 (h5ad / 10x input)
+  libpng-dev libhdf5-dev
   # JSON, TOML, CLI, formatting, threads
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libtbb-dev
   # tests and benchmarks
   googletest libgtest-dev libbenchmark-dev hyperfine
   # independent readers used by the tests
-  python3 python3-numpy
+  python3 python3-numpy python3-h5py python3-anndata python3-scipy python3-zstandard python3-numcodecs
 )
 # Node.js and npm run the npm-packaged independent readers (zarrita); a machine that already has
 # them (e.g. a newer Node.js from elsewhere) keeps its own.

@@ -10,13 +10,13 @@ packages=(
   # codecs, checksums, hashing
   libzstd-dev zstd zlib1g-dev libisal-dev libssl-dev
   # images (ragged heatmaps) and HDF5 (h5ad / 10x input)
-  libpng-dev libhdf5-dev
+  libpng-dev libhdf5-dev libnetcdf-dev
   # JSON, TOML, CLI, formatting, threads
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libtbb-dev
   # tests and benchmarks
   googletest libgtest-dev libbenchmark-dev hyperfine
   # independent readers used by the tests
-  python3 python3-numpy python3-h5py python3-anndata python3-scipy python3-zstandard python3-numcodecs
+  python3 python3-numpy python3-h5py python3-anndata python3-scipy python3-zstandard python3-numcodecs python3-netcdf4
 )
 # Node.js and npm run the npm-packaged independent readers (zarrita); a machine that already has
 # them (e.g. a newer Node.js from elsewhere) keeps its own.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tessera::cli {
 
@@ -21,13 +22,15 @@ void register_tet_cat(CLI::App& tet, int& rc);
 void register_tet_synth(CLI::App& tet, int& rc);
 // `tessera info PATH` / `tessera verify PATH`: detect the format and dispatch.
 void register_detect(CLI::App& app, int& rc);
+// Rewrites `info|verify … PATH …` (the arguments after the program name) into the detected
+// format's command (`tet info … PATH …`); other command lines come back unchanged. Throws
+// UnsupportedError naming PATH when no format recognizes it.
+std::vector<std::string> route_detected_command(const std::vector<std::string>& args);
 
-// Entry points shared by `tessera tet info` and `tessera info` (and verify): add the command's
-// flags and PATH positional to `cmd` and set its callback. `check_path`, when set, runs on PATH
-// before the command touches it (format detection of `tessera info/verify`).
-using PathCheck = std::function<void(const std::string& path)>;
-void add_tet_info_command(CLI::App& cmd, int& rc, PathCheck check_path = {});
-void add_tet_verify_command(CLI::App& cmd, int& rc, PathCheck check_path = {});
+// The `tet info` / `tet verify` commands: add the command's flags and PATH positional to `cmd`
+// and set its callback.
+void add_tet_info_command(CLI::App& cmd, int& rc);
+void add_tet_verify_command(CLI::App& cmd, int& rc);
 
 // Writes `text` exactly (no newline added) and flushes, so stdout and stderr interleave in the
 // order the command wrote them.

@@ -1,8 +1,15 @@
-// `tessera info PATH` and `tessera verify PATH`: detect the format from the bytes and dispatch.
-// A file starting with `TETR` behaves exactly like `tessera tet info/verify` with the same flags;
-// every other format (directories included) is not supported yet.
+// `tessera info PATH` and `tessera verify PATH`: detect the format of PATH and run the format's
+// own command with the same arguments (`tessera info X.tet --json` is `tessera tet info X.tet
+// --json`). Detection looks at bytes and directory entries, never at extensions alone:
+//   - a file starting with `TETR`                         → tet
+//   - a directory holding `morton_hive.json` or `zarr.json` → ragged (hive roots, leaves, plain
+//     Zarr v3 stores; spec zagg-ragged.md §8.6)
+// Anything else is refused with an error naming PATH.
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "tessera/core/error.hpp"
@@ -11,28 +18,72 @@
 namespace tessera::cli {
 namespace {
 
-[[noreturn]] void not_supported(const std::string& path) {
-  throw UnsupportedError(path + ": format not supported yet (only .tet is supported in this version)", path);
+namespace fs = std::filesystem;
+
+[[noreturn]] void not_recognized(const std::string& path) {
+  throw UnsupportedError(path + ": format not recognized (tessera reads .tet files and Zarr v3 / morton-hive stores)",
+                         path);
 }
 
-// A PATH that cannot be opened fails here with the I/O error, as it would in the tet command.
-void require_tet(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) not_supported(path);
+bool starts_with_magic(const std::string& path, std::string_view magic) {
   const auto src = io::open_file(path, io::OpenMode::Pread);
-  char magic[4];
-  if (src->size() < sizeof magic) not_supported(path);
-  src->read_at(0, std::as_writable_bytes(std::span(magic)));
-  if (std::memcmp(magic, "TETR", sizeof magic) != 0) not_supported(path);
+  if (src->size() < magic.size()) return false;
+  std::string head(magic.size(), '\0');
+  src->read_at(0, std::as_writable_bytes(std::span(head)));
+  return head == magic;
+}
+
+// The command group that reads PATH. A PATH that cannot be opened goes to `tet`, whose error
+// names the file and the OS reason.
+std::string detect_group(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / "morton_hive.json", ec) || fs::exists(fs::path(path) / "zarr.json", ec))
+      return "ragged";
+    not_recognized(path);
+  }
+  if (!fs::exists(path, ec)) return "tet";
+  if (starts_with_magic(path, "TETR")) return "tet";
+  not_recognized(path);
+}
+
+// The PATH among a command's arguments: the first non-option argument that names an existing
+// file or directory (option values such as `-n 1` rarely do), else the last non-option one.
+std::optional<std::string> find_path_argument(const std::vector<std::string>& args) {
+  std::optional<std::string> last;
+  std::error_code ec;
+  for (const auto& arg : args) {
+    if (arg.empty() || arg[0] == '-') continue;
+    if (fs::exists(arg, ec)) return arg;
+    last = arg;
+  }
+  return last;
 }
 
 }  // namespace
 
+std::vector<std::string> route_detected_command(const std::vector<std::string>& args) {
+  if (args.empty() || (args[0] != "info" && args[0] != "verify")) return args;
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  for (const auto& arg : rest)
+    if (arg == "-h" || arg == "--help") return args;
+  const auto path = find_path_argument(rest);
+  if (!path) return args;  // CLI11 reports the missing PATH (exit 2)
+  std::vector<std::string> routed{detect_group(*path)};
+  routed.insert(routed.end(), args.begin(), args.end());
+  return routed;
+}
+
 void register_detect(CLI::App& app, int& rc) {
-  CLI::App* info = app.add_subcommand("info", "Summary of a data file (format detected; .tet in this version)");
-  add_tet_info_command(*info, rc, require_tet);
-  CLI::App* verify = app.add_subcommand("verify", "Check a data file (format detected; .tet in this version)");
-  add_tet_verify_command(*verify, rc, require_tet);
+  // Only reached for help and for a missing PATH: main() routes every other `info`/`verify`
+  // command line to the detected format's group before parsing.
+  CLI::App* info = app.add_subcommand("info", "Summary of a data file or store (format detected from its bytes)");
+  info->add_option("PATH", "a .tet file or a Zarr v3 / morton-hive store")->required();
+  info->allow_extras();
+  CLI::App* verify = app.add_subcommand("verify", "Check a data file or store (format detected from its bytes)");
+  verify->add_option("PATH", "a .tet file or a Zarr v3 / morton-hive store")->required();
+  verify->allow_extras();
+  (void)rc;
 }
 
 }  // namespace tessera::cli

@@ -1,5 +1,6 @@
 // tessera CLI entry point. Exit codes: 0 success, 1 runtime error or failed verification,
 // 2 usage error (rejected before any data is touched).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -21,7 +22,11 @@ int main(int argc, char** argv) {
   tessera::cli::register_tet(app, rc);
   tessera::cli::register_detect(app, rc);
   try {
-    app.parse(argc, argv);
+    // CLI11 wants the arguments in reverse order when given as a vector.
+    std::vector<std::string> args(argv + 1, argv + argc);
+    args = tessera::cli::route_detected_command(args);
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -28,7 +28,7 @@ struct InfoArgs {
 
 }  // namespace
 
-void add_tet_info_command(CLI::App& cmd, int& rc, PathCheck check_path) {
+void add_tet_info_command(CLI::App& cmd, int& rc) {
   auto a = std::make_shared<InfoArgs>();
   cmd.add_option("PATH", a->path, ".tet file")->required();
   CLI::Option* json = cmd.add_flag("--json", a->json, "Pretty JSON with keys sorted at every level");
@@ -45,8 +45,7 @@ void add_tet_info_command(CLI::App& cmd, int& rc, PathCheck check_path) {
   CLI::Option* grep =
       cmd.add_option("--grep", a->grep, "Keep datasets whose name, dtype or metadata contains SUBSTR");
 
-  cmd.callback([a, &rc, check_path, dataset, grep] {
-    if (check_path) check_path(a->path);
+  cmd.callback([a, &rc, dataset, grep] {
     const tet::TetFile file = tet::TetFile::open(a->path);
     tet::InfoFilter filter;
     if (dataset->count() > 0) filter.dataset = a->dataset;

@@ -65,7 +65,7 @@ void register_repair(CLI::App& tet, int& rc) {
 
 }  // namespace
 
-void add_tet_verify_command(CLI::App& cmd, int& rc, PathCheck check_path) {
+void add_tet_verify_command(CLI::App& cmd, int& rc) {
   auto a = std::make_shared<VerifyArgs>();
   cmd.add_option("PATH", a->path, ".tet file")->required();
   CLI::Option* json = cmd.add_flag("--json", a->json, "Pretty JSON report");
@@ -73,8 +73,7 @@ void add_tet_verify_command(CLI::App& cmd, int& rc, PathCheck check_path) {
   cmd.add_flag("--deep", a->deep, "Decode-check every chunk (default: the first 128)");
   cmd.add_flag("--repair", a->repair, "On failure, apply the repairable fixes and verify again");
 
-  cmd.callback([a, &rc, check_path] {
-    if (check_path) check_path(a->path);
+  cmd.callback([a, &rc] {
     tet::VerifyReport report = verify_path(a->path, a->deep);
     if (a->repair && !report.ok) {
       const tet::RepairReport repaired = tet::repair_from_report(a->path, report);

@@ -276,17 +276,26 @@ TEST(DetectCli, TetFilesBehaveLikeTheTetCommands) {
   EXPECT_EQ(run_cli({"verify", "-q", plan}).rc, 1);
 }
 
-TEST(DetectCli, OtherFormatsAreNotSupportedYet) {
+TEST(DetectCli, UnrecognizedPathsAreRefusedNamingThePath) {
   const auto readme = fixture("README.md").string();
-  const auto dir = fixture("sources/zarr").string();
+  const auto dir = fixture("sources/zarr").string();  // a folder of stores, not a store
   for (const auto& path : {readme, dir}) {
     for (const char* command : {"info", "verify"}) {
       const auto run = run_cli({command, path});
       EXPECT_EQ(run.rc, 1);
       EXPECT_EQ(run.out, "");
-      EXPECT_EQ(run.err, "error: " + path + ": format not supported yet (only .tet is supported in this version)\n");
+      EXPECT_EQ(run.err, "error: " + path +
+                             ": format not recognized (tessera reads .tet files and Zarr v3 / morton-hive stores)\n");
     }
   }
+}
+
+TEST(DetectCli, MissingPathIsAUsageErrorAndAMissingFileAnIoError) {
+  EXPECT_EQ(run_cli({"info"}).rc, 2);
+  EXPECT_EQ(run_cli({"verify"}).rc, 2);
+  const auto run = run_cli({"info", "no-such-file.tet"});
+  EXPECT_EQ(run.rc, 1);
+  EXPECT_NE(run.err.find("no-such-file.tet"), std::string::npos) << run.err;
 }
 
 }  // namespace

@@ -20,6 +20,8 @@ void register_tet_info(CLI::App& tet, int& rc);
 void register_tet_verify_repair(CLI::App& tet, int& rc);
 void register_tet_cat(CLI::App& tet, int& rc);
 void register_tet_synth(CLI::App& tet, int& rc);
+// `tessera cells …`
+void register_cells(CLI::App& app, int& rc);
 // `tessera info PATH` / `tessera verify PATH`: detect the format and dispatch.
 void register_detect(CLI::App& app, int& rc);
 // Rewrites `info|verify … PATH …` (the arguments after the program name) into the detected

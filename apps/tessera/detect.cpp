@@ -4,7 +4,10 @@
 //   - a file starting with `TETR`                         → tet
 //   - a directory holding `morton_hive.json` or `zarr.json` → ragged (hive roots, leaves, plain
 //     Zarr v3 stores; spec zagg-ragged.md §8.6)
+//   - a directory whose `manifest.json` says `"format": "deltacells-dataset"`, or a file
+//     starting with `DELTACEL` (one tile)                 → cells (spec deltacells.md §9)
 // Anything else is refused with an error naming PATH.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -21,7 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 
 [[noreturn]] void not_recognized(const std::string& path) {
-  throw UnsupportedError(path + ": format not recognized (tessera reads .tet files and Zarr v3 / morton-hive stores)",
+  throw UnsupportedError(path + ": format not recognized (tessera reads .tet files, deltacells datasets and tiles, "
+                         "and Zarr v3 / morton-hive stores)",
                          path);
 }
 
@@ -33,6 +37,19 @@ bool starts_with_magic(const std::string& path, std::string_view magic) {
   return head == magic;
 }
 
+// A deltacells dataset: its manifest names the format (read as text; the cells command parses
+// it strictly).
+bool is_deltacells_dataset(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path manifest = dir / "manifest.json";
+  if (!fs::is_regular_file(manifest, ec)) return false;
+  const auto src = io::open_file(manifest.string(), io::OpenMode::Pread);
+  const std::uint64_t n = std::min<std::uint64_t>(src->size(), 1 << 20);
+  std::string text(static_cast<std::size_t>(n), '\0');
+  src->read_at(0, std::as_writable_bytes(std::span(text)));
+  return text.find("\"deltacells-dataset\"") != std::string::npos;
+}
+
 // The command group that reads PATH. A PATH that cannot be opened goes to `tet`, whose error
 // names the file and the OS reason.
 std::string detect_group(const std::string& path) {
@@ -40,10 +57,12 @@ std::string detect_group(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     if (fs::exists(fs::path(path) / "morton_hive.json", ec) || fs::exists(fs::path(path) / "zarr.json", ec))
       return "ragged";
+    if (is_deltacells_dataset(path)) return "cells";
     not_recognized(path);
   }
   if (!fs::exists(path, ec)) return "tet";
   if (starts_with_magic(path, "TETR")) return "tet";
+  if (starts_with_magic(path, "DELTACEL")) return "cells";
   not_recognized(path);
 }
 

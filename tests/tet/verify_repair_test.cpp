@@ -285,7 +285,8 @@ TEST(DetectCli, UnrecognizedPathsAreRefusedNamingThePath) {
       EXPECT_EQ(run.rc, 1);
       EXPECT_EQ(run.out, "");
       EXPECT_EQ(run.err, "error: " + path +
-                             ": format not recognized (tessera reads .tet files and Zarr v3 / morton-hive stores)\n");
+                             ": format not recognized (tessera reads .tet files, deltacells datasets and tiles, and Zarr v3 / "
+                             "morton-hive stores)\n");
     }
   }
 }

@@ -1,0 +1,134 @@
+// `tessera cells get PATH CELLS [--json] [--names] [--obs COLS] [--cache-dir DIR] [--no-verify]`
+// (spec deltacells.md §9.5): prints the CSR batch of the requested cells. CELLS is a
+// comma-separated list of indices and half-open ranges `a:b`; a malformed list is a usage error
+// (exit 2), an index outside the dataset a runtime error naming the valid range (exit 1).
+#include <charconv>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cells_commands.hpp"
+#include "commands.hpp"
+#include "tessera/cells/dataset.hpp"
+#include "tessera/codec/json.hpp"
+#include "tessera/core/error.hpp"
+
+namespace tessera::cli {
+namespace {
+
+struct GetArgs {
+  std::string path;
+  std::string cells;
+  bool json = false;
+  bool names = false;
+  std::string obs;
+  std::string cache_dir;
+  bool no_verify = false;
+};
+
+std::int64_t parse_int(std::string_view s, const std::string& whole) {
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size())
+    throw CLI::ValidationError("CELLS", "malformed cell list '" + whole + "' (expected indices and ranges a:b, comma-separated)");
+  return v;
+}
+
+std::vector<std::int64_t> parse_cells(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string_view item = std::string_view(text).substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::size_t colon = item.find(':');
+    if (colon == std::string_view::npos) {
+      out.push_back(parse_int(item, text));
+    } else {
+      const std::int64_t a = parse_int(item.substr(0, colon), text), b = parse_int(item.substr(colon + 1), text);
+      if (a > b) throw CLI::ValidationError("CELLS", "range " + std::string(item) + " ends before it starts");
+      if (b - a > (std::int64_t{1} << 32)) throw CLI::ValidationError("CELLS", "range " + std::string(item) + " is too long");
+      for (std::int64_t c = a; c < b; ++c) out.push_back(c);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// Python's default json.dumps layout (", " and ": ") from the writer's compact form: a space
+// after every separator outside strings.
+std::string python_default_layout(const std::string& compact) {
+  std::string out;
+  out.reserve(compact.size() * 5 / 4);
+  bool in_string = false, escaped = false;
+  for (const char c : compact) {
+    out += c;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == ',' || c == ':') {
+      out += ' ';
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_cells_get(CLI::App& cells, int& rc) {
+  auto a = std::make_shared<GetArgs>();
+  CLI::App* cmd = cells.add_subcommand("get", "Print the nonzeros of some cells of a deltacells dataset");
+  cmd->add_option("PATH", a->path, "dataset directory (local path or file:// URI)")->required();
+  cmd->add_option("CELLS", a->cells, "comma-separated cell indices and ranges a:b, e.g. 9,0,4,4,3 or 0:10")->required();
+  cmd->add_flag("--json", a->json, "one JSON line {\"indptr\", \"indices\", \"values\"}");
+  cmd->add_flag("--names", a->names, "print gene names from var_names.txt instead of column numbers");
+  CLI::Option* obs = cmd->add_option("--obs", a->obs, "obs columns to print (comma-separated)");
+  cmd->add_option("--cache-dir", a->cache_dir, "obs cache root");
+  cmd->add_flag("--no-verify", a->no_verify, "skip the CRC check of fetched tiles");
+  cmd->callback([a, &rc, obs] {
+    const std::vector<std::int64_t> cells = parse_cells(a->cells);
+    if (obs->count() > 0)
+      throw UnsupportedError("--obs: the obs sidecar is not supported in this version");
+    auto ds = cells::Dataset::open(a->path, {.verify_crc = !a->no_verify});
+    const cells::SparseBatch b = ds->get_batch(cells, cells::Values::Int32);
+    const std::vector<std::string>* names = nullptr;
+    if (a->names) {
+      names = &ds->var_names();
+      if (names->empty()) throw UsageError("--names: this dataset has no var_names.txt");
+    }
+    std::string out;
+    if (a->json) {
+      std::string compact;
+      codec::json::JsonWriter w(compact);
+      w.begin_object().key("indptr").begin_array();
+      for (const auto v : b.indptr) w.value(v);
+      w.end_array().key("indices").begin_array();
+      for (std::size_t j = 0; j < b.indices.size(); ++j) {
+        if (names) w.value((*names)[static_cast<std::size_t>(b.indices[j])]);
+        else w.value(b.indices[j]);
+      }
+      w.end_array().key("values").begin_array();
+      for (const auto v : b.values_int32) w.value(v);
+      w.end_array().end_object();
+      out = python_default_layout(compact) + "\n";
+    } else {
+      for (std::size_t i = 0; i < cells.size(); ++i) {
+        out += std::to_string(cells[i]) + "\t" + std::to_string(b.indptr[i + 1] - b.indptr[i]) + "\t";
+        for (auto j = b.indptr[i]; j < b.indptr[i + 1]; ++j) {
+          if (j > b.indptr[i]) out += ' ';
+          const auto gene = static_cast<std::size_t>(b.indices[static_cast<std::size_t>(j)]);
+          out += (names ? (*names)[gene] : std::to_string(gene)) + ":" +
+                 std::to_string(b.values_int32[static_cast<std::size_t>(j)]);
+        }
+        out += '\n';
+      }
+    }
+    write_stream(stdout, out);
+    rc = 0;
+  });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,70 @@
+// `tessera cells info PATH [--cache-dir DIR]` (spec deltacells.md §9.2). A single `.dct` tile
+// (what `tessera info X.dct` routes here) gets a summary of its header and chunk table.
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cells_commands.hpp"
+#include "commands.hpp"
+#include "tessera/cells/dataset.hpp"
+#include "tessera/cells/report.hpp"
+
+namespace tessera::cli {
+namespace {
+
+struct InfoArgs {
+  std::string path;
+  std::string cache_dir;
+};
+
+std::string display_path(const std::string& local) {
+  std::string s = std::filesystem::absolute(local).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+std::string tile_info(const std::string& local) {
+  const cells::Tile t = cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_file(local)));
+  std::string s;
+  s += "tile:           " + display_path(local) + "\n";
+  s += "cells x genes:  " + std::to_string(t.n_cells()) + " x " + std::to_string(t.n_genes()) + "\n";
+  s += "nonzeros:       " + std::to_string(t.nnz()) + "\n";
+  s += "size:           " + std::to_string(t.size()) + " bytes\n";
+  s += "chunks:         " + std::to_string(t.chunks().size()) + "\n";
+  for (std::size_t k = 0; k < t.chunks().size(); ++k) {
+    const auto& c = t.chunks()[k];
+    s += "  chunk " + std::to_string(k) + ": cells " + std::to_string(c.cell_lo) + ".." + std::to_string(c.cell_hi) +
+         ", nonzeros " + std::to_string(c.nnz_lo) + ".." + std::to_string(c.nnz_hi) + ", frames " +
+         std::to_string(c.gaps.len) + " + " + std::to_string(c.vals.len) + " bytes" +
+         (c.vexc.len ? ", vexc " + std::to_string(c.vexc.len) + " bytes" : std::string()) +
+         (c.gexc.len ? ", gexc " + std::to_string(c.gexc.len) + " bytes" : std::string()) + "\n";
+  }
+  s += "format:         deltacells tile version " + std::to_string(t.version()) + "\n";
+  return s;
+}
+
+}  // namespace
+
+void register_cells_info(CLI::App& cells, int& rc) {
+  auto a = std::make_shared<InfoArgs>();
+  CLI::App* cmd = cells.add_subcommand("info", "Summary of a deltacells dataset (or one .dct tile)");
+  cmd->add_option("PATH", a->path, "dataset directory (local path or file:// URI) or .dct tile")->required();
+  CLI::Option* cache = cmd->add_option("--cache-dir", a->cache_dir, "obs cache root");
+  cmd->callback([a, &rc, cache] {
+    const std::string local = cells::local_path_of(a->path);
+    if (is_cells_tile_file(local)) {
+      write_stream(stdout, tile_info(local));
+      rc = 0;
+      return;
+    }
+    auto ds = cells::Dataset::open(local);
+    cells::InfoOptions o;
+    o.display_path = display_path(local);
+    if (cache->count() > 0) o.cache_dir = a->cache_dir;
+    write_stream(stdout, cells::render_info(*ds, o));
+    rc = 0;
+  });
+}
+
+}  // namespace tessera::cli

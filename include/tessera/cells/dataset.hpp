@@ -1,0 +1,134 @@
+// Reading a deltacells dataset (spec deltacells.md §8): `Dataset::open` reads and validates the
+// manifest only; tiles are fetched on demand or in the background (prefetch), parsed and checked
+// against the manifest (stages 1–4 of §3), decoded through an LRU of decoded tiles whose buffers
+// are recycled, and gathered into CSR batches in any order with repeats.
+//
+// Thread model: `get_batch`, `batch_nnz`, `get_tile` and `prefetch` may be called from any
+// thread; batch calls on one Dataset are serialized by a lock that fetch threads never take.
+// For parallel consumers, open one Dataset per consumer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/cells/manifest.hpp"
+#include "tessera/cells/tile.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/io/store.hpp"
+
+namespace tessera::cells {
+
+struct OpenOptions {
+  int max_cached_tiles = 2;    // decoded tiles kept (LRU)
+  int max_prefetch_tiles = 8;  // compressed tiles kept or in flight
+  int io_threads = 4;          // concurrent background tile fetches
+  int decode_threads = 1;      // chunks of one tile decoded in parallel
+  bool verify_crc = true;      // T15 on every fetch (the reference's default is off)
+};
+
+enum class Values { Int32, Float32 };
+
+// A CSR batch of cells: row i is the i-th requested cell.
+struct SparseBatch {
+  std::vector<std::int64_t> indptr{0};       // n + 1 entries
+  std::vector<std::int32_t> indices;         // stored column numbers
+  std::vector<std::int32_t> values_int32;    // filled when values == Int32
+  std::vector<float> values_float32;         // filled when values == Float32
+  Values values = Values::Float32;
+  std::uint64_t n_genes = 0;
+  std::uint64_t n_rows() const noexcept { return indptr.size() - 1; }
+  std::uint64_t nnz() const noexcept { return static_cast<std::uint64_t>(indptr.back()); }
+};
+
+struct DatasetStats {
+  std::uint64_t tiles_fetched = 0;
+  double fetch_seconds = 0;
+  double stall_seconds = 0;  // time callers waited for fetches in flight
+  std::uint64_t tiles_decoded = 0;
+  double decode_seconds = 0;
+  std::uint64_t tile_cache_hits = 0;
+  std::uint64_t decoded_cache_hits = 0;
+};
+
+// Thrown when a fetched tile's nonzero count differs from the manifest's tile_nnz (D3): a
+// FormatError whose `tile()` says which, so `verify` can report it in the reference's words.
+class TileCountMismatch : public FormatError {
+ public:
+  TileCountMismatch(std::uint64_t tile, const std::string& message, const std::string& object)
+      : FormatError(message, object, "header"), tile_(tile) {}
+  std::uint64_t tile() const noexcept { return tile_; }
+
+ private:
+  std::uint64_t tile_;
+};
+
+// `tiles/tile_NNNNNN.dct` (at least 6 digits).
+std::string tile_key(std::uint64_t tile);
+
+// A local path or a `file://` URI as a filesystem path; UsageError for any other scheme.
+std::string local_path_of(const std::string& path_or_uri);
+
+class Dataset {
+ public:
+  // Opens the dataset in `store` (its root). Reads and validates manifest.json (§1.4);
+  // options below 1 are UsageErrors. A store without manifest.json is not a dataset (FormatError).
+  static std::unique_ptr<Dataset> open(std::shared_ptr<const io::Store> store, const OpenOptions& options = {});
+  // Opens a local directory given as a path or `file://` URI.
+  static std::unique_ptr<Dataset> open(const std::string& path_or_uri, const OpenOptions& options = {});
+  ~Dataset();
+  Dataset(const Dataset&) = delete;
+  Dataset& operator=(const Dataset&) = delete;
+
+  const Manifest& manifest() const noexcept;
+  const io::Store& store() const noexcept;
+  std::uint64_t n_cells() const noexcept { return manifest().n_cells; }
+  std::uint64_t n_genes() const noexcept { return manifest().n_genes; }
+  std::uint64_t n_tiles() const noexcept { return manifest().n_tiles(); }
+  std::uint64_t tile_size() const noexcept { return manifest().tile_size; }
+  std::uint32_t version() const noexcept { return manifest().version; }
+  // Cumulative cells per tile (limits[t] = one past the last cell of tile t).
+  const std::vector<std::uint64_t>& limits() const noexcept;
+  // [start(t), limits[t]); UsageError for t outside the tiles.
+  std::pair<std::uint64_t, std::uint64_t> tile_bounds(std::uint64_t tile) const;
+  // The tile holding global cell `cell`; UsageError outside [0, n_cells).
+  std::uint64_t tile_of(std::uint64_t cell) const;
+
+  // Lazily loaded, empty when the dataset has none (N1–N5 checked on first use).
+  const std::vector<std::string>& var_names();
+  const std::vector<std::int32_t>& gene_order();
+
+  // The parsed tile (from the cache, a fetch in flight, or a new fetch).
+  std::shared_ptr<const Tile> get_tile(std::uint64_t tile);
+  // Starts background fetches; returns how many were started. Never blocks. UsageError for a
+  // tile outside [0, n_tiles).
+  std::size_t prefetch(std::span<const std::uint64_t> tiles);
+  std::size_t prefetch_cells(std::span<const std::int64_t> cells);
+
+  // Nonzeros get_batch would return, from the tiles' indptr (no decoding).
+  std::uint64_t batch_nnz(std::span<const std::int64_t> cells);
+  // The requested cells, in order, repeats allowed. UsageError for any index outside
+  // [0, n_cells), raised before anything is fetched.
+  SparseBatch get_batch(std::span<const std::int64_t> cells, Values values = Values::Float32);
+  // Into caller buffers holding at least batch_nnz(cells) elements (UsageError otherwise);
+  // returns the indptr.
+  std::vector<std::int64_t> get_batch_into(std::span<const std::int64_t> cells, std::span<std::int32_t> out_indices,
+                                           std::span<std::int32_t> out_values);
+  std::vector<std::int64_t> get_batch_into(std::span<const std::int64_t> cells, std::span<std::int32_t> out_indices,
+                                           std::span<float> out_values);
+
+  DatasetStats stats() const;
+  // Stops the fetch threads and drops the caches (also done by the destructor).
+  void close();
+
+  struct Impl;
+
+ private:
+  explicit Dataset(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::cells

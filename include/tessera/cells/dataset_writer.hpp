@@ -1,0 +1,60 @@
+// Writing a deltacells dataset (spec deltacells.md §4.7, §4.8, §7.3, §7.8): rows are read from a
+// CsrBlockSource one tile at a time on the calling thread, canonicalized and encoded by a pool
+// of workers with at most `max_in_flight` tiles in memory, written atomically (temporary file +
+// rename) and committed to the manifest in tile order. The result depends only on the cells,
+// the gene order and the encoding options — never on the number of workers or threads.
+//
+// Output directory policy: an existing non-directory is an error; a non-empty directory needs
+// `overwrite`, in which case the new dataset is built in the sibling `<out>.tmp<pid>` and
+// swapped in with one atomic exchange once complete. On failure everything this call created is
+// removed. `manifest.json` is always written last.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/cells/csr_source.hpp"
+#include "tessera/cells/manifest.hpp"
+#include "tessera/codec/json.hpp"
+
+namespace tessera::cells {
+
+struct TileWritten {
+  std::uint64_t index = 0;    // tile number, from 0
+  std::uint64_t n_tiles = 0;
+  std::uint64_t n_cells = 0;
+  std::uint64_t nnz = 0;
+  std::uint64_t bytes = 0;    // size of the tile object
+};
+
+struct DatasetWriteOptions {
+  std::uint32_t version = kVersion2;
+  std::uint64_t tile_size = 10000;
+  std::uint32_t n_chunks = 8;
+  int level = 19;
+  unsigned workers = 0;            // tiles encoded concurrently (0 = hardware threads)
+  unsigned threads = 1;            // compression threads per tile (0 = all available)
+  std::size_t max_in_flight = 0;   // tiles read but not yet committed (0 = 4 × workers)
+  // Stored column j is source column gene_order[j]; empty = source order (no gene_order.npy).
+  std::vector<std::int32_t> gene_order{};
+  // One name per stored column; empty = no var_names.txt.
+  std::vector<std::string> var_names{};
+  codec::json::Json metadata = codec::json::Json::object();
+  bool overwrite = false;
+  // Called after each tile is committed, in tile order, on the calling thread's pipeline stage.
+  std::function<void(const TileWritten&)> on_tile{};
+};
+
+// Writes the whole dataset and returns its manifest. Throws UsageError for bad options or an
+// occupied output, and whatever the source or the encoder throws.
+Manifest write_dataset(CsrBlockSource& source, const std::string& output, const DatasetWriteOptions& options);
+
+// §7.3: the total count of every source gene over all rows of `source`, exactly in 64 bits
+// (values validated as in §4.1 while summing).
+std::vector<std::uint64_t> gene_totals(CsrBlockSource& source, std::uint64_t block_rows = 10000);
+// Genes by decreasing total, ties in source order (a stable sort): the gene order to store.
+std::vector<std::int32_t> order_by_decreasing_total(const std::vector<std::uint64_t>& totals);
+
+}  // namespace tessera::cells

@@ -1,0 +1,82 @@
+// Internals of cells::Dataset: the compressed-tile cache with its fetch threads (§8.3) and the
+// decoded-tile LRU with recycled buffers (§8.4). dataset.cpp owns the public calls,
+// tile_cache.cpp the fetching and caching.
+#pragma once
+
+#include <tbb/task_arena.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "tessera/cells/dataset.hpp"
+
+namespace tessera::cells {
+
+struct Dataset::Impl {
+  std::shared_ptr<const io::Store> store;
+  Manifest manifest;
+  std::vector<std::uint64_t> limits;
+  OpenOptions options;
+
+  // ---- compressed-tile cache (tile_cache.cpp) ----
+  enum class State { InFlight, Ready, Failed };
+  struct Entry {
+    State state = State::InFlight;
+    std::shared_ptr<const Tile> tile;
+    std::exception_ptr error;
+    std::uint64_t last_use = 0;
+  };
+  std::mutex cache_mu;
+  std::condition_variable cache_cv;
+  std::map<std::uint64_t, Entry> cache;
+  std::multiset<std::uint64_t> pinned;  // tiles of requests in progress: never evicted
+  std::uint64_t clock = 0;
+  std::deque<std::uint64_t> queue;      // background fetches to start
+  std::vector<std::thread> fetchers;
+  bool stopping = false;
+
+  // ---- statistics (guarded by cache_mu) ----
+  DatasetStats stats;
+
+  // ---- decoded LRU (guarded by api_mu) ----
+  std::mutex api_mu;
+  struct Decoded {
+    std::uint64_t tile = 0;
+    std::vector<std::int32_t> indices, values;
+  };
+  std::list<Decoded> decoded;  // front = most recently used
+  std::vector<Decoded> free_buffers;
+  std::unique_ptr<tbb::task_arena> decode_arena;
+
+  // Lazily loaded per-gene objects (guarded by api_mu).
+  std::optional<std::vector<std::string>> var_names;
+  std::optional<std::vector<std::int32_t>> gene_order;
+
+  // Fetches, parses and checks tile `t` (stages 1–4); runs on any thread.
+  std::shared_ptr<const Tile> fetch(std::uint64_t t);
+  std::shared_ptr<const Tile> get_tile(std::uint64_t t);
+  std::size_t prefetch(std::span<const std::uint64_t> tiles);
+  // Evicts least recently used complete, unpinned entries until one more fits. Caller holds
+  // cache_mu. False when nothing can be evicted.
+  bool make_room();
+  void fetch_loop();
+  void start_fetchers();
+  void stop();
+
+  void pin(const std::vector<std::uint64_t>& tiles);
+  void unpin(const std::vector<std::uint64_t>& tiles);
+  // The decoded tile (through the LRU). Caller holds api_mu.
+  const Decoded& decode(std::uint64_t t, const Tile& tile);
+};
+
+}  // namespace tessera::cells

@@ -1,0 +1,247 @@
+// The dataset writer: output directory policy, the read → encode → commit pipeline and the
+// closing objects (spec deltacells.md §4.7, §4.8, §7.8).
+#include "tessera/cells/dataset_writer.hpp"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <system_error>
+#include <thread>
+
+#include "rules.hpp"
+#include "tessera/cells/gene_files.hpp"
+#include "tessera/cells/tile_encoder.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/io/byte_sink.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tessera::cells {
+namespace {
+
+std::string tile_key(std::uint64_t t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "tiles/tile_%06llu.dct", static_cast<unsigned long long>(t));
+  return buf;
+}
+
+// Where the dataset is built and how it becomes visible (§7.8).
+class OutputDir {
+ public:
+  OutputDir(const std::string& output, bool overwrite) : final_(output) {
+    std::error_code ec;
+    const auto status = fs::status(final_, ec);
+    if (fs::exists(status) && !fs::is_directory(status))
+      throw UsageError(output + " exists and is not a directory", output);
+    const bool non_empty = fs::is_directory(status) && !fs::is_empty(final_, ec);
+    if (non_empty && !overwrite) throw UsageError(output + " is not empty; pass --overwrite to replace it", output);
+    if (non_empty) {
+      // Build beside the old dataset, swap when complete.
+      root_ = fs::path(final_.string() + ".tmp" + std::to_string(::getpid()));
+      fs::remove_all(root_, ec);
+      make_dir(root_);
+      created_root_ = true;
+      swap_ = true;
+    } else {
+      root_ = final_;
+      if (!fs::exists(status)) {
+        make_dir(root_);
+        created_root_ = true;
+      }
+    }
+    make_dir(root_ / "tiles");
+  }
+  ~OutputDir() {
+    if (committed_) return;
+    std::error_code ec;
+    if (created_root_) {
+      fs::remove_all(root_, ec);
+    } else {
+      for (const auto& entry : fs::directory_iterator(root_, ec)) fs::remove_all(entry.path(), ec);
+    }
+  }
+  const fs::path& root() const { return root_; }
+  void commit() {
+    if (swap_) {
+      if (::renameat2(AT_FDCWD, root_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) != 0)
+        throw IoError("cannot swap the new dataset into place: " + std::string(std::strerror(errno)), final_.string());
+      committed_ = true;
+      std::error_code ec;
+      fs::remove_all(root_, ec);  // the old dataset, now at the temporary name
+      return;
+    }
+    committed_ = true;
+  }
+
+ private:
+  static void make_dir(const fs::path& p) {
+    std::error_code ec;
+    fs::create_directories(p, ec);
+    if (ec) throw IoError("cannot create directory: " + ec.message(), p.string());
+  }
+  fs::path final_;
+  fs::path root_;
+  bool created_root_ = false;
+  bool swap_ = false;
+  bool committed_ = false;
+};
+
+struct Job {
+  std::uint64_t index = 0;
+  std::uint64_t first = 0;
+  CsrBlock block;
+  TileWritten written;
+};
+
+void check_options(const CsrBlockSource& source, const DatasetWriteOptions& o) {
+  if (!is_known_version(o.version)) throw UsageError("format version must be 1 or 2");
+  if (o.tile_size < 1) throw UsageError("tile size must be at least 1");
+  if (o.n_chunks < 1) throw UsageError("chunks per tile must be at least 1");
+  if (o.level < kMinZstdLevel || o.level > kMaxZstdLevel)
+    throw UsageError("zstd level " + std::to_string(o.level) + " outside " + std::to_string(kMinZstdLevel) + ".." +
+                     std::to_string(kMaxZstdLevel));
+  if (source.n_cells() < 1) throw UsageError("a dataset needs at least one cell");
+  if (source.n_genes() < 1 || source.n_genes() > max_genes(o.version))
+    throw LimitError("n_genes " + std::to_string(source.n_genes()) + " outside 1.." + std::to_string(max_genes(o.version)) +
+                     (o.version == kVersion1 ? " for version 1; write version 2 (--format-version 2)" : ""));
+  if (!o.gene_order.empty() && o.gene_order.size() != source.n_genes())
+    throw UsageError("gene order has " + std::to_string(o.gene_order.size()) + " entries for " +
+                     std::to_string(source.n_genes()) + " genes");
+  if (!o.var_names.empty() && o.var_names.size() != source.n_genes())
+    throw UsageError("var names has " + std::to_string(o.var_names.size()) + " entries for " +
+                     std::to_string(source.n_genes()) + " genes");
+  if (!o.metadata.is_object()) throw UsageError("metadata must be a JSON object");
+}
+
+}  // namespace
+
+Manifest write_dataset(CsrBlockSource& source, const std::string& output, const DatasetWriteOptions& o) {
+  check_options(source, o);
+  // Closing objects are encoded first so that bad names or orders fail before any tile work.
+  const std::vector<std::byte> gene_order_bytes =
+      o.gene_order.empty() ? std::vector<std::byte>{} : encode_gene_order(o.gene_order);
+  const std::string var_names_text = o.var_names.empty() ? std::string() : encode_var_names(o.var_names);
+  std::vector<std::uint32_t> stored_of_source;
+  if (!o.gene_order.empty()) {
+    stored_of_source.resize(o.gene_order.size());
+    for (std::size_t j = 0; j < o.gene_order.size(); ++j)
+      stored_of_source[static_cast<std::size_t>(o.gene_order[j])] = static_cast<std::uint32_t>(j);
+  }
+
+  const std::uint64_t n_cells = source.n_cells();
+  const std::uint64_t n_tiles = (n_cells + o.tile_size - 1) / o.tile_size;
+  Manifest m;
+  m.version = o.version;
+  m.n_cells = n_cells;
+  m.n_genes = source.n_genes();
+  m.tile_size = o.tile_size;
+  m.n_chunks = o.n_chunks;
+  m.zstd_level = o.level;
+  m.has_gene_order = !o.gene_order.empty();
+  m.has_var_names = !o.var_names.empty();
+  m.metadata = o.metadata;
+  (void)m.serialize();  // refuses non-finite metadata before any work
+
+  OutputDir out(output, o.overwrite);
+  const unsigned workers = o.workers ? o.workers : std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t in_flight = o.max_in_flight ? o.max_in_flight : 4 * std::size_t{workers};
+  std::uint64_t next = 0;
+  tbb::task_arena arena(detail::arena_size(workers));
+  arena.execute([&] {
+    tbb::parallel_pipeline(
+        in_flight,
+        tbb::make_filter<void, std::shared_ptr<Job>>(
+            tbb::filter_mode::serial_in_order,
+            [&](tbb::flow_control& fc) -> std::shared_ptr<Job> {
+              if (next >= n_tiles) {
+                fc.stop();
+                return nullptr;
+              }
+              auto job = std::make_shared<Job>();
+              job->index = next;
+              job->first = next * o.tile_size;
+              const std::uint64_t count = std::min(o.tile_size, n_cells - job->first);
+              source.read_rows(job->first, count, job->block);
+              if (job->block.n_rows() != count)
+                throw FormatError("source returned " + std::to_string(job->block.n_rows()) + " rows for " +
+                                  std::to_string(count) + " requested");
+              ++next;
+              return job;
+            }) &
+            tbb::make_filter<std::shared_ptr<Job>, std::shared_ptr<Job>>(
+                tbb::filter_mode::parallel,
+                [&](std::shared_ptr<Job> job) {
+                  const std::string key = tile_key(job->index);
+                  CanonicalizeOptions co;
+                  co.n_genes = m.n_genes;
+                  co.max_value = max_count(o.version);
+                  co.stored_of_source = stored_of_source;
+                  co.tile_name = key;
+                  co.first_cell = job->first;
+                  co.version = o.version;
+                  CanonicalTile tile = canonicalize(job->block, co);
+                  job->block = CsrBlock{};  // release the input early: memory stays bounded
+                  const auto bytes = encode_tile({tile.indptr, tile.indices, tile.values, m.n_genes},
+                                                 {.version = o.version, .level = o.level, .n_chunks = o.n_chunks,
+                                                  .threads = o.threads, .name = key});
+                  io::write_file_atomic((out.root() / key).string(), bytes);
+                  job->written = {job->index, n_tiles, tile.indptr.size() - 1,
+                                  static_cast<std::uint64_t>(tile.indptr.back()), bytes.size()};
+                  return job;
+                }) &
+            tbb::make_filter<std::shared_ptr<Job>, void>(tbb::filter_mode::serial_in_order,
+                                                         [&](std::shared_ptr<Job> job) {
+                                                           m.tile_cells.push_back(job->written.n_cells);
+                                                           m.tile_nnz.push_back(job->written.nnz);
+                                                           m.tile_bytes.push_back(job->written.bytes);
+                                                           if (o.on_tile) o.on_tile(job->written);
+                                                         }));
+  });
+
+  m.validate();
+  if (!gene_order_bytes.empty()) io::write_file_atomic((out.root() / "gene_order.npy").string(), gene_order_bytes);
+  if (!var_names_text.empty())
+    io::write_file_atomic((out.root() / "var_names.txt").string(),
+                          {reinterpret_cast<const std::byte*>(var_names_text.data()), var_names_text.size()});
+  const std::string manifest_text = m.serialize();
+  io::write_file_atomic((out.root() / "manifest.json").string(),
+                        {reinterpret_cast<const std::byte*>(manifest_text.data()), manifest_text.size()});
+  out.commit();
+  return m;
+}
+
+std::vector<std::uint64_t> gene_totals(CsrBlockSource& source, std::uint64_t block_rows) {
+  const std::uint64_t n_genes = source.n_genes();
+  std::vector<std::uint64_t> totals(static_cast<std::size_t>(n_genes), 0);
+  CsrBlock block;
+  CanonicalizeOptions co;
+  co.n_genes = n_genes;
+  co.max_value = kMaxCountV2;
+  co.tile_name = "gene totals";
+  for (std::uint64_t first = 0; first < source.n_cells(); first += block_rows) {
+    const std::uint64_t count = std::min(block_rows, source.n_cells() - first);
+    source.read_rows(first, count, block);
+    co.first_cell = first;
+    const CanonicalTile t = canonicalize(block, co);
+    for (std::size_t j = 0; j < t.indices.size(); ++j) totals[t.indices[j]] += t.values[j];
+  }
+  return totals;
+}
+
+std::vector<std::int32_t> order_by_decreasing_total(const std::vector<std::uint64_t>& totals) {
+  std::vector<std::int32_t> order(totals.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) { return totals[a] > totals[b]; });
+  return order;
+}
+
+}  // namespace tessera::cells

@@ -1,0 +1,256 @@
+// Text of `cells info` and the checks of `cells verify` (spec deltacells.md §9.2, §9.3, §9.8).
+#include "tessera/cells/report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "tessera/cells/gene_files.hpp"
+#include "tessera/core/error.hpp"
+
+namespace tessera::cells {
+namespace {
+
+using codec::json::Json;
+
+void append_utf8_repr(std::string& out, std::string_view s, char quote) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    char buf[16];
+    if (c == '\\' || c == static_cast<unsigned char>(quote)) {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c == '\t') { out += "\\t"; ++i; }
+    else if (c == '\n') { out += "\\n"; ++i; }
+    else if (c == '\r') { out += "\\r"; ++i; }
+    else if (c < 0x20 || c == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // Decode one code point (the input is valid UTF-8: it came from a JSON parser).
+      const std::size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+      std::uint32_t cp = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+      for (std::size_t k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+      if ((cp >= 0x80 && cp <= 0xa0) || cp == 0xad) {
+        std::snprintf(buf, sizeof buf, "\\x%02x", cp);
+        out += buf;
+      } else if (cp == 0x2028 || cp == 0x2029) {
+        std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+        out += buf;
+      } else {
+        out.append(s.substr(i, len));
+      }
+      i += len;
+    }
+  }
+}
+
+void repr_into(std::string& out, const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: out += "None"; break;
+    case Json::value_t::boolean: out += v.get<bool>() ? "True" : "False"; break;
+    case Json::value_t::number_integer: out += std::to_string(v.get<std::int64_t>()); break;
+    case Json::value_t::number_unsigned: out += std::to_string(v.get<std::uint64_t>()); break;
+    case Json::value_t::number_float: {
+      const double d = v.get<double>();
+      if (std::isnan(d)) out += "nan";
+      else if (std::isinf(d)) out += d < 0 ? "-inf" : "inf";
+      else out += codec::json::format_f64(d, codec::json::FloatStyle::Python);
+      break;
+    }
+    case Json::value_t::string: {
+      const auto& s = v.get_ref<const std::string&>();
+      const char quote = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
+      out += quote;
+      append_utf8_repr(out, s, quote);
+      out += quote;
+      break;
+    }
+    case Json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const Json& e : v) {
+        if (!first) out += ", ";
+        first = false;
+        repr_into(out, e);
+      }
+      out += ']';
+      break;
+    }
+    case Json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [k, e] : v.items()) {
+        if (!first) out += ", ";
+        first = false;
+        repr_into(out, Json(k));
+        out += ": ";
+        repr_into(out, e);
+      }
+      out += '}';
+      break;
+    }
+    default: out += "None"; break;
+  }
+}
+
+std::string label(const char* name) {
+  std::string s(name);
+  s.resize(16, ' ');
+  return s;
+}
+
+std::string normalized(const std::string& p) {
+  std::string s = std::filesystem::path(p).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+std::string expand_user(const std::string& p) {
+  if (p.empty() || p[0] != '~') return p;
+  const char* home = std::getenv("HOME");
+  return (home ? std::string(home) : std::string()) + p.substr(1);
+}
+
+// `<C> columns (<kind> <count>, …) in <S> parquet shard(s) of up to <K> tiles, <MB> MB; <L>
+// localized in <root>` from obs/schema.json and the cache directory.
+std::string obs_summary(Dataset& ds, const InfoOptions& o) {
+  const Manifest& m = ds.manifest();
+  const auto text = ds.store().get("obs/schema.json");
+  if (!text) throw FormatError("obs/schema.json: has_obs is true but the object is missing (S1)", "obs/schema.json");
+  const Json schema = codec::json::parse_strict({reinterpret_cast<const char*>(text->data()), text->size()}, "obs/schema.json");
+  if (!schema.is_object() || !schema.contains("columns") || !schema["columns"].is_array())
+    throw FormatError("obs/schema.json: columns is not a list (S2)", "obs/schema.json");
+  std::map<std::string, std::uint64_t> kinds;
+  const std::string root = obs_cache_root(o.cache_dir);
+  std::uint64_t local = 0;
+  for (const Json& c : schema["columns"]) {
+    if (!c.is_object() || !c.contains("kind") || !c["kind"].is_string() || !c.contains("name") || !c["name"].is_string())
+      throw FormatError("obs/schema.json: a column lacks a string name or kind (S2)", "obs/schema.json");
+    ++kinds[c["kind"].get<std::string>()];
+    std::error_code ec;
+    local += std::filesystem::exists(std::filesystem::path(root) / m.obs_fingerprint / "obs" /
+                                         (quote_column_name(c["name"].get<std::string>()) + ".arrow"),
+                                     ec);
+  }
+  std::uint64_t bytes = 0;
+  for (const auto b : m.obs_shard_bytes) bytes += b;
+  std::string s = std::to_string(schema["columns"].size()) + " columns (";
+  bool first = true;
+  for (const auto& [kind, count] : kinds) {  // std::map: alphabetical
+    if (!first) s += ", ";
+    first = false;
+    s += kind + " " + std::to_string(count);
+  }
+  s += ") in " + std::to_string(m.obs_shard_bytes.size()) + " parquet shard(s) of up to " +
+       std::to_string(m.obs_tiles_per_file) + " tiles, " + format_fixed(static_cast<double>(bytes) / 1e6, 1) + " MB; " +
+       std::to_string(local) + " localized in " + root;
+  return s;
+}
+
+}  // namespace
+
+std::string python_repr(const Json& value) {
+  std::string out;
+  repr_into(out, value);
+  return out;
+}
+
+std::string format_fixed(double v, int decimals) {
+  // glibc's printf rounds the exact binary value to nearest, ties to even, as Python does.
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string quote_column_name(std::string_view name) {
+  std::string out;
+  for (const char ch : name) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+        c == '-' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string obs_cache_root(const std::optional<std::string>& cache_dir) {
+  if (cache_dir) return normalized(expand_user(*cache_dir));
+  if (const char* v = std::getenv("DELTACELLS_CACHE"); v && *v) return normalized(expand_user(v));
+  if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v) return normalized(std::string(v) + "/deltacells");
+  const char* home = std::getenv("HOME");
+  return normalized(std::string(home ? home : "") + "/.cache/deltacells");
+}
+
+std::string render_info(Dataset& ds, const InfoOptions& o) {
+  const Manifest& m = ds.manifest();
+  std::uint64_t bytes = 0, nnz = 0;
+  for (const auto b : m.tile_bytes) bytes += b;
+  for (const auto n : m.tile_nnz) nnz += n;
+  const double cells = static_cast<double>(m.n_cells);
+  std::string s;
+  s += label("dataset:") + "local:" + o.display_path + "\n";
+  s += label("cells x genes:") + std::to_string(m.n_cells) + " x " + std::to_string(m.n_genes) + "\n";
+  s += label("tiles:") + std::to_string(m.n_tiles()) + " of " + std::to_string(m.tile_size) + " cells (last: " +
+       std::to_string(m.tile_cells.back()) + ")\n";
+  s += label("nonzeros:") + std::to_string(nnz) + " (" + format_fixed(static_cast<double>(nnz) / cells, 0) + " per cell)\n";
+  s += label("size:") + format_fixed(static_cast<double>(bytes) / 1e6, 1) + " MB = " +
+       format_fixed(static_cast<double>(bytes) / cells / 1e3, 2) + " kB per cell, " +
+       (nnz == 0 ? std::string("n/a") : format_fixed(static_cast<double>(bytes) / static_cast<double>(nnz), 3)) +
+       " bytes per nonzero\n";
+  s += label("layout:") + std::to_string(m.n_chunks) + " chunks per tile, zstd level " + std::to_string(m.zstd_level) + "\n";
+  s += label("gene order:") + (m.has_gene_order ? "stored (gene_order.npy)" : "as in the source") +
+       "; var names: " + (m.has_var_names ? "yes" : "no") + "\n";
+  s += label("obs:") + (m.has_obs ? obs_summary(ds, o) : std::string("none")) + "\n";
+  s += label("var table:") + (m.has_var_table ? "yes" : "no") + "\n";
+  if (!m.metadata.empty()) s += label("metadata:") + python_repr(m.metadata) + "\n";
+  s += label("format:") + "deltacells-dataset version " + std::to_string(m.version) + "\n";
+  return s;
+}
+
+VerifyResult verify_dataset(Dataset& ds, const VerifyOptions& o) {
+  const Manifest& m = ds.manifest();
+  const auto warn = [&](const std::string& w) {
+    if (o.warning) o.warning(w);
+  };
+  if (!m.unknown_keys.empty()) {
+    std::string keys;
+    for (const auto& k : m.unknown_keys) keys += (keys.empty() ? "" : ", ") + k;
+    warn("manifest.json has keys outside the format (" + keys +
+         "); tessera ignores them, the Python reference would refuse this dataset");
+  }
+  const std::uint64_t n = m.n_tiles();
+  std::vector<std::int32_t> indices, values;
+  for (std::uint64_t t = 0; t < n; ++t) {
+    const std::shared_ptr<const Tile> tile = ds.get_tile(t);
+    indices.resize(static_cast<std::size_t>(tile->nnz()));
+    values.resize(static_cast<std::size_t>(tile->nnz()));
+    tile->decode(indices, values, {.threads = o.threads == 0 ? 1 : o.threads});
+    if (o.progress && (t == 0 || (t + 1) % 50 == 0 || t + 1 == n))
+      o.progress("verified " + std::to_string(t + 1) + "/" + std::to_string(n) + " tiles");
+  }
+  ds.gene_order();
+  if (m.has_var_names) {
+    ds.var_names();
+    const auto text = ds.store().get("var_names.txt");
+    if (text && splitlines_differs({reinterpret_cast<const char*>(text->data()), text->size()}))
+      warn("var_names.txt holds line boundaries other than \\n; the Python reference (splitlines) would read "
+           "different names");
+  }
+  if (m.has_var_table) warn("var.parquet was not verified (var tables are not supported in this version)");
+  return {n, m.n_cells, false};
+}
+
+}  // namespace tessera::cells

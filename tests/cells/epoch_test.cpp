@@ -1,0 +1,122 @@
+// The epoch iterator: the generator's golden values of spec deltacells.md §8.6, the partition by
+// rank and worker, batches across tiles, drop_last and even_batches.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <set>
+
+#include "support/testing.hpp"
+#include "tessera/cells/dataset_writer.hpp"
+#include "tessera/cells/epoch.hpp"
+#include "tessera/core/error.hpp"
+
+namespace tessera::cells {
+namespace {
+
+TEST(EpochGenerator, GoldenValues) {
+  EpochGenerator g0{0, 0, 0};
+  EXPECT_EQ(g0.state(), 0x25046eca5c3a7054ull);
+  std::vector<int> v(10);
+  std::iota(v.begin(), v.end(), 0);
+  g0.shuffle(std::span(v));
+  EXPECT_EQ(v, (std::vector<int>{5, 1, 2, 8, 9, 7, 3, 0, 6, 4}));
+  EpochGenerator g1{42, 1, 0};
+  std::vector<int> w(7);
+  std::iota(w.begin(), w.end(), 0);
+  g1.shuffle(std::span(w));
+  EXPECT_EQ(w, (std::vector<int>{2, 5, 4, 6, 1, 0, 3}));
+  EpochGenerator cells{0, 0, 1, 0, 0};
+  std::vector<int> a{0, 1, 2, 3, 4}, b{5, 6, 7, 8, 9};
+  cells.shuffle(std::span(a));
+  cells.shuffle(std::span(b));
+  EXPECT_EQ(a, (std::vector<int>{1, 2, 4, 0, 3}));
+  EXPECT_EQ(b, (std::vector<int>{5, 9, 6, 7, 8}));
+}
+
+class EpochTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // 23 cells in tiles of 5 (5 tiles, the last of 3); cell c has one nonzero: gene c % 7, count c + 1.
+    CsrBlock b;
+    std::vector<std::int64_t> values;
+    for (int c = 0; c < 23; ++c) {
+      b.indices.push_back(c % 7);
+      values.push_back(c + 1);
+      b.indptr.push_back(static_cast<std::int64_t>(b.indices.size()));
+    }
+    b.values = values;
+    MemoryCsrSource src(7, b);
+    write_dataset(src, (tmp_ / "ds").string(), {.tile_size = 5, .n_chunks = 2, .level = 1});
+    ds_ = Dataset::open((tmp_ / "ds").string());
+  }
+  tessera::testing::TempDir tmp_;
+  std::unique_ptr<Dataset> ds_;
+};
+
+TEST_F(EpochTest, CoversEveryCellOncePerEpochAcrossPairs) {
+  for (const std::uint64_t world : {1u, 2u, 3u}) {
+    for (const std::uint64_t workers : {1u, 2u}) {
+      std::multiset<std::int64_t> seen;
+      for (std::uint64_t r = 0; r < world; ++r) {
+        for (std::uint64_t w = 0; w < workers; ++w) {
+          EpochIterator it(*ds_, 4, {.seed = 9, .rank = r, .world_size = world, .worker = w, .num_workers = workers});
+          std::uint64_t batches = 0;
+          while (auto b = it.next()) {
+            ++batches;
+            EXPECT_LE(b->cells.size(), 4u);
+            for (std::size_t i = 0; i < b->cells.size(); ++i) {
+              seen.insert(b->cells[i]);
+              EXPECT_EQ(b->batch.indices[i], b->cells[i] % 7);
+              EXPECT_EQ(b->batch.values_float32[i], static_cast<float>(b->cells[i] + 1));
+            }
+          }
+          EXPECT_EQ(batches, it.batch_count());
+        }
+      }
+      EXPECT_EQ(seen.size(), 23u);
+      EXPECT_EQ(std::set<std::int64_t>(seen.begin(), seen.end()).size(), 23u);
+    }
+  }
+}
+
+TEST_F(EpochTest, TileOrderFollowsTheGenerator) {
+  EpochIterator it(*ds_, 5, {.seed = 0});
+  std::vector<std::uint64_t> order{0, 1, 2, 3, 4};
+  EpochGenerator({0, 0, 0}).shuffle(std::span(order));
+  EXPECT_EQ(it.tiles(), order);
+  it.set_epoch(1);
+  std::vector<std::uint64_t> order1{0, 1, 2, 3, 4};
+  EpochGenerator({0, 1, 0}).shuffle(std::span(order1));
+  EXPECT_EQ(it.tiles(), order1);
+  EpochIterator plain(*ds_, 5, {.shuffle = false});
+  EXPECT_EQ(plain.tiles(), (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+  std::vector<std::int64_t> cells;
+  while (auto b = plain.next()) cells.insert(cells.end(), b->cells.begin(), b->cells.end());
+  std::vector<std::int64_t> all(23);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(cells, all);
+}
+
+TEST_F(EpochTest, DropLastAndEvenBatches) {
+  EpochIterator a(*ds_, 4, {.drop_last = true, .rank = 0, .world_size = 2});
+  std::uint64_t n = 0;
+  while (auto b = a.next()) {
+    EXPECT_EQ(b->cells.size(), 4u);
+    ++n;
+  }
+  EXPECT_EQ(n, a.batch_count());
+  std::vector<std::uint64_t> counts;
+  for (std::uint64_t r = 0; r < 3; ++r) {
+    EpochIterator e(*ds_, 2, {.seed = 5, .rank = r, .world_size = 3, .even_batches = true});
+    std::uint64_t k = 0;
+    while (e.next()) ++k;
+    counts.push_back(k);
+  }
+  EXPECT_EQ(counts[0], counts[1]);
+  EXPECT_EQ(counts[1], counts[2]);
+  EXPECT_THROW(EpochIterator(*ds_, 0), UsageError);
+  EXPECT_THROW(EpochIterator(*ds_, 2, {.rank = 2, .world_size = 2}), UsageError);
+}
+
+}  // namespace
+}  // namespace tessera::cells

@@ -1,0 +1,68 @@
+// `tessera tet convert` as a library call (spec tet.md §6.6): HDF5, NetCDF or Zarr v3 → one raw
+// `.tet` file, streamed through TetWriter one chunk row at a time (tiles of a row read in
+// parallel), with the convert history row and the imported metadata in the footer. The output is
+// written atomically: on any error nothing appears at the output path.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/interop/detect.hpp"
+#include "tessera/interop/source.hpp"
+#include "tessera/tet/footer.hpp"
+
+namespace tessera::interop {
+
+struct ConvertProgress {
+  std::uint64_t chunks_done = 0;
+  std::uint64_t chunks_total = 0;
+  std::string dataset;  // the dataset being written
+};
+
+struct ConvertOptions {
+  // Parallel tile readers: 0 = available parallelism; capped at kMaxConvertJobs.
+  unsigned jobs = 0;
+  // Called on the calling thread after every chunk row is written. (Every member has a default
+  // initializer so designated initializers may name any subset.)
+  std::function<void(const ConvertProgress&)> progress{};
+  // History row time and metadata.file.created_at (Unix seconds as text); empty = now.
+  std::string at{};
+};
+
+inline constexpr unsigned kMaxConvertJobs = 64;
+
+struct ConvertedDataset {
+  std::string name;
+  std::vector<std::uint64_t> dims;
+};
+
+struct ConvertReport {
+  std::string input;
+  std::string output;
+  std::vector<ConvertedDataset> datasets;
+  tet::HistoryRow history;
+  double elapsed_secs = 0.0;
+};
+
+// One dataset as it will be written: the `.tet` element type and chunk shape chosen for a source
+// array (§6.6 "Types", "Chunking", "CF packing").
+struct ConvertPlan {
+  DType dtype = DType::F32;
+  std::vector<std::uint64_t> chunk_shape;
+};
+ConvertPlan plan_dataset(const SourceArray& array);
+
+// Detects the input format and converts. Throws UsageError
+// (`no supported numeric datasets found in {path}`), the detection errors, and the readers' errors.
+ConvertReport convert_to_tet(const std::string& input, const std::string& output, const ConvertOptions& options = {});
+// Converts an already opened source; `format` selects the history row's source.
+ConvertReport convert_to_tet(const ArraySource& source, InputFormat format, const std::string& output,
+                             const ConvertOptions& options = {});
+
+// The report as the CLI prints it: pretty JSON {input, output, dataset_count, dataset_names,
+// datasets: [{name, ndim, dims}], history: [{op, source, at}], elapsed_secs}.
+std::string report_json(const ConvertReport& report);
+
+}  // namespace tessera::interop

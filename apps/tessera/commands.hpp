@@ -22,6 +22,8 @@ void register_tet_cat(CLI::App& tet, int& rc);
 void register_tet_synth(CLI::App& tet, int& rc);
 void register_tet_convert(CLI::App& tet, int& rc);
 void register_tet_export(CLI::App& tet, int& rc);
+void register_tet_query(CLI::App& tet, int& rc);
+void register_tet_qhist(CLI::App& tet, int& rc);
 // `tessera cells …`
 void register_cells(CLI::App& app, int& rc);
 // `tessera info PATH` / `tessera verify PATH`: detect the format and dispatch.

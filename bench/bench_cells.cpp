@@ -1,0 +1,233 @@
+// Decoding deltacells tiles, side by side with what libzstd alone needs for the same frames
+// (docs/performance.md).
+//
+// The tile (written once into DATA_DIR/cells-bench/, seeded and deterministic): 10,000 cells ×
+// 38,000 genes, version 2, 8 chunks, zstd level 19. Genes are numbered by popularity rank r
+// (as a converter's gene order stores them) with weight w_r = 1 / (r + 20) (Zipf-like). Each
+// cell draws a depth factor d ~ log-normal(0, 0.35) and includes gene r with probability
+// min(1, s · d · w_r), s chosen so a cell of d = 1 holds about 5,000 genes; an included gene's
+// count is 1 + NB(k = 2, mean = 6 · d · sqrt(w_r / w_0)) (gamma-Poisson). The generator is
+// SplitMix64 words fed to libstdc++'s std::lognormal_distribution and
+// std::negative_binomial_distribution, one std::mt19937_64 seeded 20240611 per run.
+// The 100-tile dataset beside it links the same tile object 100 times under one manifest.
+//
+//   (a) decode:  Tile::decode of the whole tile into int32 buffers, 1 thread;
+//   (b) zstd:    ZSTD-decompress every frame of the same tile into scratch, 1 thread — the floor;
+//   (c) decode2: (a) with 2 threads;
+//   (d) epoch:   EpochIterator batches of 5,000 cells (int32 values, 1 decode thread) over the
+//                100-tile dataset, `--batches` batches per round, per cell against (a).
+//
+// Targets: (a)/(b) ≤ 1.2, (a)/(c) ≥ 1.6, (d) per-cell rate ≥ 80 % of (a). Medians of R rounds.
+//
+// Usage: bench_cells --data-dir DIR [--repeat R] [--batches B]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tessera/cells/dataset.hpp"
+#include "tessera/cells/epoch.hpp"
+#include "tessera/cells/manifest.hpp"
+#include "tessera/cells/tile.hpp"
+#include "tessera/cells/tile_encoder.hpp"
+#include "tessera/codec/zstd.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/io/byte_sink.hpp"
+#include "tessera/io/byte_source.hpp"
+
+namespace fs = std::filesystem;
+using namespace tessera;
+
+namespace {
+
+constexpr std::uint64_t kCells = 10000, kGenes = 38000, kTiles = 100;
+constexpr std::uint32_t kChunks = 8;
+constexpr int kLevel = 19;
+
+struct Args {
+  fs::path data_dir;
+  int repeat = 5;
+  int batches = 40;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--data-dir") a.data_dir = next();
+    else if (arg == "--repeat") a.repeat = std::max(1, std::stoi(next()));
+    else if (arg == "--batches") a.batches = std::max(1, std::stoi(next()));
+    else throw UsageError("unknown argument " + arg + " (usage: bench_cells --data-dir DIR [--repeat R] [--batches B])");
+  }
+  if (a.data_dir.empty()) throw UsageError("--data-dir is required");
+  return a;
+}
+
+// The synthetic tile of the file header.
+std::vector<std::byte> synthesize_tile() {
+  std::mt19937_64 rng(20240611);
+  std::vector<double> w(kGenes);
+  double sum_w = 0;
+  for (std::uint64_t r = 0; r < kGenes; ++r) sum_w += (w[r] = 1.0 / (static_cast<double>(r) + 20.0));
+  double s = 5000.0 / sum_w;  // refine so that sum min(1, s w) ≈ 5000
+  for (int it = 0; it < 30; ++it) {
+    double n = 0;
+    for (double x : w) n += std::min(1.0, s * x);
+    s *= 5000.0 / n;
+  }
+  std::lognormal_distribution<double> depth(0.0, 0.35);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<std::int64_t> indptr{0};
+  std::vector<std::uint32_t> genes, counts;
+  genes.reserve(kCells * 5200);
+  counts.reserve(kCells * 5200);
+  for (std::uint64_t c = 0; c < kCells; ++c) {
+    const double d = depth(rng);
+    for (std::uint64_t r = 0; r < kGenes; ++r) {
+      if (unit(rng) >= std::min(1.0, s * d * w[r])) continue;
+      const double mean = 6.0 * d * std::sqrt(w[r] / w[0]);
+      std::negative_binomial_distribution<int> nb(2, 2.0 / (2.0 + mean));
+      genes.push_back(static_cast<std::uint32_t>(r));
+      counts.push_back(1 + static_cast<std::uint32_t>(nb(rng)));
+    }
+    indptr.push_back(static_cast<std::int64_t>(genes.size()));
+  }
+  return cells::encode_tile({indptr, genes, counts, kGenes},
+                            {.version = 2, .level = kLevel, .n_chunks = kChunks, .threads = 2, .name = "bench tile"});
+}
+
+// The tile (generated once) and a 100-tile dataset linking it.
+fs::path prepare(const fs::path& dir) {
+  const fs::path tile = dir / "tile.dct";
+  if (!fs::exists(tile)) {
+    std::printf("generating the synthetic tile in %s (level %d, takes a minute) …\n", tile.c_str(), kLevel);
+    std::fflush(stdout);
+    fs::create_directories(dir);
+    io::write_file_atomic(tile.string(), synthesize_tile());
+  }
+  const fs::path ds = dir / "dataset";
+  if (!fs::exists(ds / "manifest.json")) {
+    const cells::Tile t = cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_file(tile.string())));
+    fs::create_directories(ds / "tiles");
+    cells::Manifest m;
+    m.version = 2;
+    m.n_cells = kCells * kTiles;
+    m.n_genes = kGenes;
+    m.tile_size = kCells;
+    m.n_chunks = kChunks;
+    m.zstd_level = kLevel;
+    for (std::uint64_t i = 0; i < kTiles; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof name, "tile_%06llu.dct", static_cast<unsigned long long>(i));
+      fs::remove(ds / "tiles" / name);
+      fs::create_hard_link(tile, ds / "tiles" / name);
+      m.tile_cells.push_back(kCells);
+      m.tile_nnz.push_back(t.nnz());
+      m.tile_bytes.push_back(t.size());
+    }
+    const std::string text = m.serialize();
+    io::write_file_atomic((ds / "manifest.json").string(), {reinterpret_cast<const std::byte*>(text.data()), text.size()});
+  }
+  return ds;
+}
+
+int run(const Args& args) {
+  const fs::path dir = args.data_dir / "cells-bench";
+  const fs::path ds_path = prepare(dir);
+  const cells::Tile tile =
+      cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_file((dir / "tile.dct").string())));
+  const auto nnz = tile.nnz();
+  std::vector<std::int32_t> indices(nnz), values(nnz);
+  std::vector<std::byte> scratch(tile.max_chunk_nnz() * 4 + 64);
+  const auto bytes = tile.bytes();
+  auto ds = cells::Dataset::open(ds_path.string(), {.max_cached_tiles = 2, .max_prefetch_tiles = 4, .io_threads = 1,
+                                                    .decode_threads = 1});
+  std::vector<double> a, b, c, d;
+  std::uint64_t epoch_cells = 0, epoch_nnz = 0;
+  for (int round = 0; round < args.repeat; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    tile.decode(indices, values, {.threads = 1});
+    a.push_back(seconds_since(t0));
+
+    t0 = std::chrono::steady_clock::now();
+    for (const auto& e : tile.chunks()) {
+      // gaps and vals decode to 2 bytes per nonzero; the (rare, small) exception frames to
+      // whatever they declare.
+      for (const cells::FrameRef* f : {&e.gaps, &e.vals})
+        codec::zstd_decompress_into(bytes.subspan(f->off, f->len), std::span(scratch).first(2 * e.n()));
+      for (const cells::FrameRef* f : {&e.vexc, &e.gexc})
+        if (f->len != 0) (void)codec::zstd_decompress_capped(bytes.subspan(f->off, f->len), std::uint64_t{1} << 30);
+    }
+    b.push_back(seconds_since(t0));
+
+    t0 = std::chrono::steady_clock::now();
+    tile.decode(indices, values, {.threads = 2});
+    c.push_back(seconds_since(t0));
+
+    cells::EpochIterator it(*ds, 5000, {.seed = 7, .values = cells::Values::Int32});
+    it.set_epoch(static_cast<std::uint64_t>(round));
+    epoch_cells = epoch_nnz = 0;
+    t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < args.batches; ++k) {
+      auto batch = it.next();
+      if (!batch) break;
+      epoch_cells += batch->cells.size();
+      epoch_nnz += static_cast<std::uint64_t>(batch->batch.indptr.back());
+    }
+    d.push_back(seconds_since(t0));
+  }
+  const double ta = median(a), tb = median(b), tc = median(c), td = median(d);
+  const double n = static_cast<double>(nnz), cells_n = static_cast<double>(kCells);
+  std::printf("tile: %llu cells x %llu genes, %llu nonzeros (%.0f per cell), %.1f MB = %.3f bytes per nonzero\n",
+              static_cast<unsigned long long>(kCells), static_cast<unsigned long long>(kGenes),
+              static_cast<unsigned long long>(nnz), n / cells_n, static_cast<double>(tile.size()) / 1e6,
+              static_cast<double>(tile.size()) / n);
+  std::printf("%d rounds, medians\n", args.repeat);
+  const auto line = [](const char* label, double secs, double cells, double nz) {
+    std::printf("%-28s %8.3f s  %10.0f cells/s  %8.1f M nonzeros/s\n", label, secs, cells / secs, nz / secs / 1e6);
+  };
+  line("(a) decode, 1 thread", ta, cells_n, n);
+  line("(b) zstd-decompress only", tb, cells_n, n);
+  line("(c) decode, 2 threads", tc, cells_n, n);
+  line("(d) epoch batches of 5000", td, static_cast<double>(epoch_cells), static_cast<double>(epoch_nnz));
+  const cells::DatasetStats st = ds->stats();
+  std::printf("    epoch, all rounds: %llu tiles fetched (%.2f s, %.2f s stalled), %llu decoded (%.2f s)\n",
+              static_cast<unsigned long long>(st.tiles_fetched), st.fetch_seconds, st.stall_seconds,
+              static_cast<unsigned long long>(st.tiles_decoded), st.decode_seconds);
+  std::printf("decode / zstd-only time (a/b):                 %.2f   (target <= 1.20)\n", ta / tb);
+  std::printf("2 threads speed-up (a/c):                      %.2f   (target >= 1.60)\n", ta / tc);
+  std::printf("epoch per-cell rate / full-tile decode (d/a):  %.0f %%  (target >= 80 %%)\n",
+              100.0 * (static_cast<double>(epoch_cells) / td) / (cells_n / ta));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse_args(argc, argv));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_cells: %s\n", e.describe().c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cells: %s\n", e.what());
+    return 1;
+  }
+}

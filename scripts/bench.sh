@@ -6,6 +6,18 @@
 #       and bare libzstd. The input files (about N GiB each, default 2) are synthesized once
 #       into build/bench-data/ and reused; delete them to regenerate.
 #
+#   scripts/bench.sh ragged [--repeat R] [--threads T] [--cells N]
+#       read_tensors sweep and read_cell on a production-geometry zagg-ragged leaf
+#       (bench/bench_ragged.cpp) against bare zstd decompression of the same inner chunks.
+#       The leaf (order 19, 256 inner chunks of 4096 cells, ~20 % populated) is generated
+#       once into build/bench-data/ragged-hive/.
+#
+#   scripts/bench.sh cells [--repeat R] [--batches B]
+#       Full-tile decode of a synthetic deltacells tile (10,000 cells x 38,000 genes, ~5,000
+#       nonzeros per cell, level 19; bench/bench_cells.cpp) against bare zstd decompression of
+#       the same frames, 2 decode threads against 1, and epoch batches of 5,000 cells over a
+#       100-tile dataset. The tile and dataset are generated once into build/bench-data/cells-bench/.
+#
 # Environment: BUILD_DIR (default build/release), JOBS (parallel compile jobs, default 2).
 set -euo pipefail
 
@@ -15,7 +27,7 @@ data_dir="$root/build/bench-data"
 jobs="${JOBS:-2}"
 
 usage() {
-  sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^# Environment/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -39,6 +51,16 @@ case "$command" in
     build bench_tet_read
     mkdir -p "$data_dir"
     exec "$build_dir/bench/bench_tet_read" --data-dir "$data_dir" "$@"
+    ;;
+  ragged)
+    build bench_ragged
+    mkdir -p "$data_dir"
+    exec "$build_dir/bench/bench_ragged" --data-dir "$data_dir" "$@"
+    ;;
+  cells)
+    build bench_cells
+    mkdir -p "$data_dir"
+    exec "$build_dir/bench/bench_cells" --data-dir "$data_dir" "$@"
     ;;
   -h | --help) usage ;;
   *)

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # A short tour of tessera: builds the CLI (Release, build/release), then in a fresh temporary
-# folder synthesizes a four-dataset .tet file, prints its description, verifies it in depth,
-# exports a strided selection of one dataset to .npy and reads that back with numpy.
+# folder
+#   - synthesizes a four-dataset .tet file, prints its description, verifies it in depth,
+#     exports a strided selection of one dataset to .npy and reads that back with numpy;
+#   - synthesizes a morton-hive store with one zagg-ragged leaf of t-digests, describes and
+#     verifies it, decodes one cell, casts the digests to tensors (.npy, read back with numpy)
+#     and draws a heatmap PNG, and prints the content hashes.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$ROOT"
@@ -53,6 +57,43 @@ a = np.load("temperature.npy")
 print("shape:", a.shape, "dtype:", a.dtype)
 print("first values:", a.ravel()[:8])
 '
+
+section "synthesize a morton-hive store: t-digests per HEALPix cell (order 15, 4096 cells)"
+tessera ragged synth hive --cell-order 15 --shard-order 9 --chunk-order 12 --populated 0.3 \
+  --max-centroids 60 --seed 7
+leaf="hive/4/3/3/1/4/2/1/3/2/1/4331421321.zarr"
+
+section "describe the hive and its leaf"
+tessera ragged info hive --list-leaves > hive.json
+sed -n '/"leaves"/,$p' hive.json
+tessera info "$leaf" | head -n 30
+echo "  …"
+
+section "verify the leaf: every node, chunk, gate and morton word"
+tessera verify "$leaf" --text
+
+section "decode one populated cell (2 ranged reads: shard index, then one inner chunk)"
+for index in $(seq 1000 37 4095); do
+  if ! "$tessera_bin" ragged cell "$leaf" 15/h_tdigest "$index" | grep -q '"rows": \[\]'; then break; fi
+done
+tessera ragged cell "$leaf" 15/h_tdigest "$index" > cell.json
+head -n 14 cell.json; echo "    …"; tail -n 3 cell.json
+
+section "cast the digests to 64×64×128 tensors (one block = the whole leaf) and read them with numpy"
+tessera ragged tensors "$leaf" 15/h_tdigest --block-order 9 --npy tensors --npy-single \
+  --png heatmaps --png-cell-px 8 > tensors.json
+sed -n '/"blocks"/,$p' tensors.json
+/usr/bin/python3 -c '
+import numpy as np
+t, m = np.load("tensors/tensors.npy"), np.load("tensors/masks.npy")
+off, gain = np.load("tensors/windows.npy")
+print("tensor", t.shape, t.dtype, "| populated cells:", int((m == 2).sum()), "| bins cover", off, "to", off + gain * t.shape[-1])
+print("total weight in the window:", int(t.sum()))
+'
+ls -l heatmaps
+
+section "content hashes of the leaf"
+tessera ragged hashes "$leaf"
 
 section "done"
 echo "files are in $demo_dir"

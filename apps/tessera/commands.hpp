@@ -24,6 +24,14 @@ void register_tet_convert(CLI::App& tet, int& rc);
 void register_tet_export(CLI::App& tet, int& rc);
 void register_tet_query(CLI::App& tet, int& rc);
 void register_tet_qhist(CLI::App& tet, int& rc);
+// `tessera ragged …`
+void register_ragged(CLI::App& app, int& rc);
+void register_ragged_info(CLI::App& ragged, int& rc);
+void register_ragged_verify(CLI::App& ragged, int& rc);
+void register_ragged_cell(CLI::App& ragged, int& rc);
+void register_ragged_tensors(CLI::App& ragged, int& rc);
+void register_ragged_hashes(CLI::App& ragged, int& rc);
+void register_ragged_synth(CLI::App& ragged, int& rc);
 // `tessera cells …`
 void register_cells(CLI::App& app, int& rc);
 // `tessera info PATH` / `tessera verify PATH`: detect the format and dispatch.

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int rc = 0;
   tessera::cli::register_tet(app, rc);
+  tessera::cli::register_ragged(app, rc);
   tessera::cli::register_cells(app, rc);
   tessera::cli::register_detect(app, rc);
   try {

@@ -1,0 +1,48 @@
+// t-digest cell payloads and the cast kernels of `read_tensors` (spec §2.5, §5.3).
+//
+// A digest is k rows of float32 (mean, weight), sorted by mean. The kernels work in float64 and
+// reproduce numpy bit for bit: sums in numpy's pairwise order (`pairwise_sum`), running sums
+// sequential, `interp` semantics for the CDF, and no fused multiply-add (the build compiles with
+// -ffp-contract=off).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace tessera::ragged::tdigest {
+
+// A decoded digest widened to float64.
+struct Digest {
+  std::vector<double> means;
+  std::vector<double> weights;
+  std::size_t size() const noexcept { return means.size(); }
+  bool empty() const noexcept { return means.empty(); }
+};
+
+// Decodes a `(k, 2)` float32 payload. FormatError naming `what` when the length is not a
+// multiple of 8.
+Digest decode(std::span<const std::byte> payload, std::string_view what);
+// Decodes into `out`, reusing its storage (sweeps decode many cells without allocating).
+void decode_into(std::span<const std::byte> payload, std::string_view what, Digest& out);
+// The [RD-5] checks: finite means and weights, weights > 0, means non-decreasing (FormatError
+// naming `what` and the row).
+void validate(const Digest& d, std::string_view what);
+
+// numpy's float64 `np.sum` order (pairwise, 8-way unrolled blocks of up to 128).
+double pairwise_sum(std::span<const double> values) noexcept;
+
+// Quantile q of a digest (spec §5.3); NaN for an empty digest.
+double quantile(const Digest& d, double q) noexcept;
+
+// The CDF of a digest at sorted points `x` (numpy `interp(x, means, knots, 0, W)`); the knots and
+// total are computed once. Empty digest → NaN everywhere.
+void cdf(const Digest& d, std::span<const double> x, std::span<double> out);
+
+// Counts per bin for edges z_lo + res·i (i = 0..n_bins): max(0, CDF(e_{i+1}) − CDF(e_i)).
+// An empty digest gives zeros. `scratch` avoids allocations across calls.
+void rasterize(const Digest& d, double z_lo, double res, std::uint32_t n_bins, std::span<double> out,
+               std::vector<double>& scratch);
+
+}  // namespace tessera::ragged::tdigest

@@ -1,0 +1,251 @@
+// The sweep engine (spec §5.2, §5.4) and the cells-axis arithmetic it needs (spec §3.4, §3.5).
+#include "sweep.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "tessera/core/checked.hpp"
+#include "tessera/core/endian.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/ragged/morton.hpp"
+
+namespace tessera::ragged::detail {
+namespace {
+
+// Inner chunks decoded per batch: bounds the decoded bytes held at once on large shards while
+// giving every core several chunks.
+constexpr std::size_t kBatchChunks = 64;
+
+[[noreturn]] void axis_error(const std::string& path, const std::string& rule) {
+  throw FormatError(path + ": cells axis: " + rule, path, "cells axis");
+}
+
+std::vector<std::uint64_t> words_of(const std::vector<std::byte>& bytes) {
+  std::vector<std::uint64_t> out(bytes.size() / 8);
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * 8);
+  return out;
+}
+
+}  // namespace
+
+void parallel_for_each(unsigned threads, std::size_t n, const std::function<void(std::size_t)>& fn) {
+  if (n == 0) return;
+  if (n == 1) return fn(0);
+  const auto body = [&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1), [&](const tbb::blocked_range<std::size_t>& r) {
+      for (std::size_t i = r.begin(); i != r.end(); ++i) fn(i);
+    });
+  };
+  if (threads == 0) return body();
+  tbb::task_arena arena(static_cast<int>(threads));
+  arena.execute(body);
+}
+
+int chunk_depth(const RaggedArray& array) {
+  if (!array.on_cells_axis())
+    throw UsageError(array.path() + ": dimension_names is [\"chunks\"]: a per-chunk companion is readable with read_cell only");
+  const auto depth = morton::log4_exact(array.chunk_cells());
+  if (!depth)
+    axis_error(array.path(), "read chunk of " + std::to_string(array.chunk_cells()) + " cells is not a power-of-four subtree");
+  return *depth;
+}
+
+std::optional<std::uint64_t> chunk_id_of(std::span<const std::uint64_t> words, std::uint64_t chunk_cells, std::string_view what,
+                                         int* cell_order) {
+  const int depth = *morton::log4_exact(chunk_cells);
+  std::optional<std::uint64_t> id;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::uint64_t w = words[i];
+    if (w == 0) continue;
+    const auto info = morton::inspect(w);
+    const std::string where = std::string(what) + " cell " + std::to_string(i);
+    if (!info) morton::check(w, where);  // throws with the rule
+    if (info->point) throw FormatError(where + ": morton word " + std::to_string(w) + " is a point word; cells are area words", std::string(what), "morton");
+    if (*cell_order < 0) *cell_order = info->order;
+    if (info->order != *cell_order)
+      throw FormatError(where + ": morton word of order " + std::to_string(info->order) + " on an axis of order " +
+                            std::to_string(*cell_order) + " (every written word has the cells-axis order)",
+                        std::string(what), "morton");
+    if (info->order < depth)
+      throw FormatError(where + ": order-" + std::to_string(info->order) + " words cannot fill a read chunk of depth " + std::to_string(depth),
+                        std::string(what), "morton");
+    const std::uint64_t a = morton::clip(w, info->order - depth);
+    if (id && *id != a)
+      throw FormatError(std::string(what) + ": morton words " + std::to_string(*id) + " and " + std::to_string(a) +
+                            " of one read chunk have different ancestors: the cells axis is not nested",
+                        std::string(what), "morton");
+    id = a;
+  }
+  return id;
+}
+
+std::optional<CellsAxis> read_axis(const RaggedArray& payload, const zarr::Array& morton, MortonCache& cache) {
+  const std::string& path = morton.path();
+  const auto objects = morton.list_stored_objects();
+  if (objects.empty()) return std::nullopt;
+  const zarr::Box span = morton.stored_span(objects.front());
+  cache.object = objects.front();
+  cache.words = words_of(morton.read_box(span));
+  const auto it = std::find_if(cache.words.begin(), cache.words.end(), [](std::uint64_t w) { return w != 0; });
+  if (it == cache.words.end()) axis_error(path, "the first stored object holds no written word");
+  const std::uint64_t anchor = *it;
+  const std::uint64_t anchor_index = span[0].begin + static_cast<std::uint64_t>(it - cache.words.begin());
+  const auto info = morton::inspect(anchor);
+  if (!info || info->point) axis_error(path, "anchor word " + std::to_string(anchor) + " is not a valid area word");
+
+  CellsAxis axis;
+  axis.length = payload.size();
+  axis.chunk_cells = payload.chunk_cells();
+  axis.cell_order = info->order;
+  const int depth = chunk_depth(payload);
+  if (axis.cell_order < depth) axis_error(path, "cell order " + std::to_string(axis.cell_order) + " is shallower than the read chunk");
+  axis.chunk_order = axis.cell_order - depth;
+  const std::uint64_t nested = morton::nested(anchor);
+  const auto sphere = mul_u64(12, morton::pow4(axis.cell_order));
+  if (sphere && *sphere == axis.length) {
+    axis.flat = true;
+    if (nested != anchor_index)
+      axis_error(path, "placement: word " + std::to_string(anchor) + " (NESTED " + std::to_string(nested) + ") written at index " +
+                           std::to_string(anchor_index));
+    return axis;
+  }
+  const auto d = morton::log4_exact(axis.length);
+  if (!d || *d > axis.cell_order)
+    axis_error(path, "length " + std::to_string(axis.length) + " is neither 4^d (one subtree) nor 12·4^" +
+                         std::to_string(axis.cell_order) + " (the sphere at the words' order)");
+  axis.depth = *d;
+  axis.root = morton::clip(anchor, axis.cell_order - axis.depth);
+  axis.root_start = morton::nested(axis.root) << (2 * axis.depth);
+  if (nested - axis.root_start != anchor_index)
+    axis_error(path, "placement: word " + std::to_string(anchor) + " belongs at index " + std::to_string(nested - axis.root_start) +
+                         " but is written at index " + std::to_string(anchor_index));
+  return axis;
+}
+
+CellSpan subtree_span(const CellsAxis& axis, std::uint64_t word) {
+  const auto info = morton::check(word, "subtree", morton::Source::User);
+  if (info.point) throw UsageError("subtree: " + std::to_string(word) + " is a point word; a subtree needs an area word");
+  if (info.order > axis.cell_order)
+    throw UsageError("subtree: order-" + std::to_string(info.order) + " word " + morton::to_decimal(word) +
+                     " is deeper than the cells axis (order " + std::to_string(axis.cell_order) + ")");
+  const int below = axis.cell_order - info.order;
+  if (axis.flat) {
+    const std::uint64_t begin = morton::nested(word) << (2 * below);
+    return {begin, begin + morton::pow4(below)};
+  }
+  const int root_order = axis.cell_order - axis.depth;
+  if (info.order <= root_order) {
+    if (morton::clip(axis.root, info.order) == word) return {0, axis.length};
+    return {};
+  }
+  if (morton::clip(word, root_order) != axis.root) return {};
+  const std::uint64_t begin = (morton::nested(word) << (2 * below)) - axis.root_start;
+  return {begin, begin + morton::pow4(below)};
+}
+
+void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& consume) {
+  const zarr::Array& a = *req.array;
+  const zarr::Array& morton = *req.morton;
+  const std::uint64_t length = a.shape()[0];
+  const std::uint64_t chunk_cells = a.read_chunk_elements();
+  const std::uint64_t object_cells = a.object_shape()[0];
+  const std::uint64_t k = a.chunks_per_object_count();
+
+  std::vector<zarr::Coords> objects;
+  CellSpan cover{0, length};
+  if (!req.span) {
+    objects = a.list_stored_objects();
+  } else {
+    if (req.span->empty()) return;
+    // Widen to whole read chunks.
+    cover.begin = req.span->begin / chunk_cells * chunk_cells;
+    cover.end = std::min(length, (req.span->end + chunk_cells - 1) / chunk_cells * chunk_cells);
+    for (std::uint64_t o = cover.begin / object_cells; o * object_cells < cover.end; ++o) objects.push_back({o});
+  }
+
+  int cell_order = -1;
+  for (const zarr::Coords& object : objects) {
+    const zarr::Box ospan = a.stored_span(object);
+    const std::uint64_t first_cell = std::max(ospan[0].begin, cover.begin);
+    const std::uint64_t last_cell = std::min(ospan[0].end, cover.end);
+    if (first_cell >= last_cell) continue;
+    const bool whole = first_cell == ospan[0].begin && last_cell == ospan[0].end;
+    const std::uint64_t first_inner = (first_cell - ospan[0].begin) / chunk_cells;
+    const std::uint64_t end_inner = std::min(k, (last_cell - ospan[0].begin + chunk_cells - 1) / chunk_cells);
+
+    // The encoded chunks: the whole object in one GET, or its index then the covering chunks.
+    std::optional<zarr::StoredObject> stored;
+    std::optional<zarr::ShardIndex> index;
+    if (whole || !a.sharded()) {
+      stored.emplace(a.read_object(object));
+      if (!stored->exists()) continue;
+    } else {
+      index = a.read_shard_index(object);
+      if (!index) continue;
+    }
+
+    // Morton words of the covered range, read once per object (or taken from the anchor read).
+    const std::uint64_t words_begin = ospan[0].begin + first_inner * chunk_cells;
+    const std::uint64_t words_end = std::min(ospan[0].end, ospan[0].begin + end_inner * chunk_cells);
+    std::vector<std::uint64_t> object_words;
+    if (req.cache && req.cache->object && morton.object_shape() == a.object_shape() && *req.cache->object == object) {
+      const std::uint64_t base = object[0] * object_cells;
+      object_words.assign(req.cache->words.begin() + static_cast<std::ptrdiff_t>(words_begin - base),
+                          req.cache->words.begin() + static_cast<std::ptrdiff_t>(words_end - base));
+    } else {
+      object_words = words_of(morton.read_box({{words_begin, words_end}}));
+    }
+
+    for (std::uint64_t g = first_inner; g < end_inner; g += kBatchChunks) {
+      const std::uint64_t g_end = std::min(end_inner, g + kBatchChunks);
+      SweepBatch batch;
+      batch.begin = ospan[0].begin + g * chunk_cells;
+      const std::uint64_t batch_end = std::min(ospan[0].end, ospan[0].begin + g_end * chunk_cells);
+      batch.morton.assign(object_words.begin() + static_cast<std::ptrdiff_t>(batch.begin - words_begin),
+                          object_words.begin() + static_cast<std::ptrdiff_t>(batch_end - words_begin));
+
+      std::vector<std::optional<std::vector<std::byte>>> fetched(g_end - g);
+      if (index)
+        for (std::uint64_t i = g; i < g_end; ++i) fetched[i - g] = a.read_stored_chunk(*index, i);
+      std::vector<std::optional<PopulatedChunk>> decoded(g_end - g);
+      parallel_for_each(req.threads, g_end - g, [&](std::size_t j) {
+        const std::uint64_t inner = g + j;
+        const std::uint64_t start = ospan[0].begin + inner * chunk_cells;
+        if (start >= length) return;
+        std::span<const std::byte> bytes;
+        if (stored) {
+          const auto s = stored->stored_chunk(inner);
+          if (!s) return;
+          bytes = *s;
+        } else {
+          if (!fetched[j]) return;
+          bytes = *fetched[j];
+        }
+        zarr::VlenChunk cells = stored ? stored->read_vlen_chunk(inner)
+                                       : a.decode_vlen_chunk(bytes, zarr::ChunkRef{index->key(), true, inner});
+        if (cells.all_empty()) return;
+        decoded[j].emplace(PopulatedChunk{start, 0, std::move(cells)});
+      });
+      for (std::size_t j = 0; j < decoded.size(); ++j) {
+        if (!decoded[j]) continue;
+        PopulatedChunk& chunk = *decoded[j];
+        const std::uint64_t off = chunk.start - batch.begin;
+        const auto words = std::span<const std::uint64_t>(batch.morton).subspan(off, std::min(chunk_cells, batch.morton.size() - off));
+        const std::string what = morton.path() + " read chunk at cell " + std::to_string(chunk.start);
+        const auto id = chunk_id_of(words, chunk_cells, what, &cell_order);
+        if (!id)
+          throw FormatError(what + ": a populated chunk of " + a.path() + " has no written morton word (no chunk identity)",
+                            morton.path(), "morton");
+        chunk.chunk_id = *id;
+        batch.chunks.push_back(std::move(chunk));
+      }
+      consume(batch);
+    }
+  }
+}
+
+}  // namespace tessera::ragged::detail

@@ -1,0 +1,179 @@
+#include "tessera/ragged/synth.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <span>
+#include <vector>
+
+#include "tessera/codec/json.hpp"
+#include "tessera/core/endian.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/ragged/hive.hpp"
+#include "tessera/ragged/morton.hpp"
+#include "tessera/zarr/array_writer.hpp"
+#include "tessera/zarr/metadata.hpp"
+
+namespace tessera::ragged {
+namespace {
+
+using codec::json::Json;
+
+// splitmix64: a fixed, platform-independent stream of 64-bit values.
+struct Rng {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+};
+
+// A cells-axis array of the leaf: one shard spanning `cells`, inner chunks of `chunk_cells`.
+zarr::ArrayMeta leaf_array_meta(std::uint64_t cells, std::uint64_t chunk_cells, bool vlen) {
+  const Json zstd = {{"name", "zstd"}, {"configuration", {{"level", 3}, {"checksum", false}}}};
+  const Json inner = vlen ? Json::array({Json{{"name", "vlen-bytes"}, {"configuration", Json::object()}}, zstd})
+                          : Json::array({Json{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}, zstd});
+  const Json index_codecs =
+      Json::array({Json{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}, Json{{"name", "crc32c"}}});
+  const Json attributes =
+      vlen ? Json{{"ragged", {{"spec", "zagg-ragged/1"}, {"element", {{"dtype", "float32"}, {"shape", {-1, 2}}}}}}}
+           : Json::object();
+  const Json doc = {
+      {"shape", {cells}},
+      {"data_type", vlen ? "variable_length_bytes" : "uint64"},
+      {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", {cells}}}}}},
+      {"chunk_key_encoding", {{"name", "default"}, {"configuration", {{"separator", "/"}}}}},
+      {"fill_value", vlen ? Json("") : Json(0)},
+      {"codecs",
+       Json::array({Json{{"name", "sharding_indexed"},
+                         {"configuration",
+                          {{"chunk_shape", {chunk_cells}}, {"codecs", inner}, {"index_codecs", index_codecs},
+                           {"index_location", "end"}}}}})},
+      {"attributes", attributes},
+      {"dimension_names", {"cells"}},
+      {"zarr_format", 3},
+      {"node_type", "array"},
+      {"storage_transformers", Json::array()}};
+  const std::string text = doc.dump();
+  return zarr::decode_array(std::as_bytes(std::span(text)), "synthetic zarr.json");
+}
+
+// The DGGS convention attributes of spec §2.8 for a group of `order`.
+Json dggs_attributes(int order) {
+  return Json{{"zarr_conventions",
+               Json::array({Json{{"schema_url", "https://raw.githubusercontent.com/zarr-conventions/dggs/refs/tags/v1/schema.json"},
+                                 {"spec_url", "https://github.com/zarr-conventions/dggs/blob/v1/README.md"},
+                                 {"uuid", "7b255807-140c-42ca-97f6-7a1cfecdbc38"},
+                                 {"name", "dggs"},
+                                 {"description", "Discrete Global Grid Systems convention for zarr"}},
+                            Json{{"schema_url", "https://github.com/espg/mortie/blob/main/docs/specification.md#dggs-attrs"},
+                                 {"spec_url", "https://github.com/espg/mortie/blob/main/docs/specification.md"},
+                                 {"uuid", "3e22156d-ea9e-4e01-95fe-e3809a4b41e7"},
+                                 {"name", "morton-dggs"},
+                                 {"description", "Packed-u64 morton (HEALPix) DGGS convention"}}})},
+              {"dggs",
+               {{"name", "morton"},
+                {"refinement_level", order},
+                {"spatial_dimension", "cells"},
+                {"ellipsoid", {{"name", "WGS84"}, {"semimajor_axis", 6378137.0}, {"inverse_flattening", 298.257223563}}},
+                {"compression", "none"},
+                {"coordinate", "morton"},
+                {"latitude", "authalic-wgs84"}}}};
+}
+
+void check_options(const SynthLeafOptions& o) {
+  if (!(0 <= o.shard_order && o.shard_order < o.chunk_order && o.chunk_order <= o.cell_order &&
+        o.cell_order <= morton::kMaxOrder))
+    throw UsageError("synthetic leaf: orders must satisfy shard < chunk <= cell <= 29");
+  if (o.cell_order - o.shard_order > 13) throw UsageError("synthetic leaf: at most 4^13 cells per leaf");
+  if (!(o.populated_fraction >= 0 && o.populated_fraction <= 0.5))
+    throw UsageError("synthetic leaf: the populated fraction must lie in [0, 0.5]");
+  if (o.min_centroids < 1 || o.min_centroids > o.max_centroids)
+    throw UsageError("synthetic leaf: need 1 <= min_centroids <= max_centroids");
+}
+
+}  // namespace
+
+SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
+  check_options(o);
+  const std::uint64_t shard = morton::parse_decimal(o.shard_decimal);
+  if (morton::order_of(shard) != o.shard_order)
+    throw UsageError("synthetic leaf: shard " + o.shard_decimal + " is not of order " + std::to_string(o.shard_order));
+  const int depth = o.cell_order - o.shard_order;
+  SynthLeafReport report;
+  report.shard = shard;
+  report.cells = morton::pow4(depth);
+  report.leaf_key = hive::leaf_path(shard);
+  const std::uint64_t chunk_cells = morton::pow4(o.cell_order - o.chunk_order);
+  const double side = std::ldexp(1.0, depth);
+
+  Json manifest = {{"spec", "morton-hive/1"},
+                   {"dataset", {{"short_name", "TESSERA_SYNTH"}, {"version", "1"}}},
+                   {"cell_order", o.cell_order},
+                   {"shard_order", o.shard_order},
+                   {"split_schedule", std::vector<int>(static_cast<std::size_t>(o.shard_order), 1)},
+                   {"path_grouping", 1},
+                   {"pyramid", {{"spec", "zagg-pyramid/1"}, {"overview", {{"orders", Json::array()}}}}}};
+  const std::string manifest_text = codec::json::dump(manifest, {1, false, codec::json::FloatStyle::Python, true});
+  hive_root.put(std::string(hive::kManifestKey), std::as_bytes(std::span(manifest_text)));
+
+  const std::string group = report.leaf_key + "/" + std::to_string(o.cell_order);
+  zarr::write_group(hive_root, report.leaf_key, {});
+  zarr::write_group(hive_root, group, {dggs_attributes(o.cell_order)});
+
+  // Three round swaths where observations fall; the digest values follow a smooth field.
+  Rng rng{o.seed};
+  struct Swath {
+    double x, y, r;
+  };
+  std::vector<Swath> swaths;
+  for (int i = 0; i < 3; ++i) swaths.push_back({rng.uniform() * side, rng.uniform() * side, side * (0.25 + 0.2 * rng.uniform())});
+  std::vector<std::vector<std::byte>> payloads(report.cells);
+  std::vector<float> means;
+  for (std::uint64_t rank = 0; rank < report.cells; ++rank) {
+    const auto xy = morton::rank_to_xy(rank);
+    double closeness = 0;
+    for (const auto& s : swaths)
+      closeness = std::max(closeness, 1.0 - std::hypot(xy.x - s.x, xy.y - s.y) / s.r);
+    if (rng.uniform() >= 2.0 * o.populated_fraction * closeness) continue;
+    const double centre = 20.0 + 8.0 * std::sin(2 * std::numbers::pi * xy.x / side) * std::cos(2 * std::numbers::pi * xy.y / side);
+    const std::uint32_t k = o.min_centroids + static_cast<std::uint32_t>(rng.next() % (o.max_centroids - o.min_centroids + 1));
+    means.resize(k);
+    for (auto& m : means) m = static_cast<float>(centre + 10.0 * (2.0 * rng.uniform() - 1.0) * rng.uniform());
+    std::sort(means.begin(), means.end());
+    auto& out = payloads[rank];
+    out.reserve(std::size_t{k} * 8);
+    for (float m : means) {
+      append_le<float>(out, m);
+      append_le<float>(out, static_cast<float>(1 + rng.next() % 8));
+    }
+    ++report.populated;
+    report.centroids += k;
+  }
+  const std::vector<std::span<const std::byte>> views(payloads.begin(), payloads.end());
+  zarr::ArrayWriter digests(hive_root, group + "/" + o.field, leaf_array_meta(report.cells, chunk_cells, true));
+  digests.write_metadata();
+  digests.write_vlen_object({0}, views);
+
+  // `morton` holds the word of every cell of every written chunk (spec §2.1): all of them here
+  // whenever a chunk has a digest; chunks without any stay absent.
+  std::vector<std::byte> words(report.cells * 8, std::byte{0});
+  for (std::uint64_t chunk = 0; chunk < report.cells / chunk_cells; ++chunk) {
+    bool written = false;
+    for (std::uint64_t i = 0; i < chunk_cells && !written; ++i) written = !views[chunk * chunk_cells + i].empty();
+    if (!written) continue;
+    for (std::uint64_t i = 0; i < chunk_cells; ++i) {
+      const std::uint64_t rank = chunk * chunk_cells + i;
+      store_le<std::uint64_t>(words.data() + 8 * rank, morton::descendant(shard, depth, rank));
+    }
+  }
+  zarr::ArrayWriter morton_writer(hive_root, group + "/morton", leaf_array_meta(report.cells, chunk_cells, false));
+  morton_writer.write_metadata();
+  morton_writer.write_dense_object({0}, words);
+  return report;
+}
+
+}  // namespace tessera::ragged

@@ -1,0 +1,384 @@
+// read_tensors (spec §5.3): assembles populated read chunks into blocks, reconciles one z-window
+// per block under the fit policy, rasterizes every digest's CDF into bins, casts, and places each
+// cell at the deinterleave of its block-local rank (row = y, col = x) with the 0/1/2 mask.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <tbb/task_arena.h>
+
+#include "sweep.hpp"
+#include "tessera/core/checked.hpp"
+#include "tessera/core/endian.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/ragged/morton.hpp"
+#include "tessera/ragged/ragged_field.hpp"
+#include "tessera/ragged/tdigest.hpp"
+
+namespace tessera::ragged {
+
+FitPolicy parse_fit_policy(std::string_view name) {
+  if (name == "raise") return FitPolicy::Raise;
+  if (name == "degrade_resolution") return FitPolicy::DegradeResolution;
+  if (name == "collapse_bins") return FitPolicy::CollapseBins;
+  throw UsageError("unknown fit policy '" + std::string(name) + "' (raise, degrade_resolution, collapse_bins)");
+}
+
+TensorDType parse_tensor_dtype(std::string_view name) {
+  if (name == "uint16") return TensorDType::U16;
+  if (name == "uint32") return TensorDType::U32;
+  if (name == "float32") return TensorDType::F32;
+  throw UsageError("unknown tensor dtype '" + std::string(name) + "' (uint16, uint32, float32)");
+}
+
+std::string_view name_of(FitPolicy p) noexcept {
+  switch (p) {
+    case FitPolicy::Raise: return "raise";
+    case FitPolicy::DegradeResolution: return "degrade_resolution";
+    case FitPolicy::CollapseBins: return "collapse_bins";
+  }
+  return "raise";
+}
+
+std::string_view name_of(TensorDType t) noexcept {
+  switch (t) {
+    case TensorDType::U16: return "uint16";
+    case TensorDType::U32: return "uint32";
+    case TensorDType::F32: return "float32";
+  }
+  return "uint32";
+}
+
+std::size_t item_size(TensorDType t) noexcept { return t == TensorDType::U16 ? 2 : 4; }
+
+namespace {
+
+struct PendingBlock {
+  std::uint64_t start = 0;
+  std::vector<std::uint64_t> morton;
+  std::vector<detail::PopulatedChunk> chunks;
+};
+
+struct Window {
+  double z_lo = 0;
+  std::uint32_t n_bins = 0;
+  double res = 0;
+};
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+Window fit_window(const TensorOptions& o, double z_lo, double z_hi, const std::string& where) {
+  const double needed = z_hi - z_lo;
+  const double window = static_cast<double>(o.n_bins) * o.resolution;
+  Window w{z_lo + 0.0, o.n_bins, o.resolution};  // + 0.0 turns a -0.0 offset into +0.0
+  switch (o.fit) {
+    case FitPolicy::CollapseBins: {
+      if (needed > window)
+        throw UsageError(where + ": z-window [" + fmt(z_lo) + ", " + fmt(z_hi) + "] spans " + fmt(needed) + ", more than the " +
+                         fmt(window) + " that n_bins·resolution covers (collapse_bins never widens the window)");
+      std::uint32_t n = std::uint32_t{1} << static_cast<int>(std::floor(std::log2(static_cast<double>(o.n_bins))));
+      while (n / 2 >= 1 && static_cast<double>(n / 2) * o.resolution >= needed) n /= 2;
+      w.n_bins = n;
+      return w;
+    }
+    case FitPolicy::Raise:
+      if (needed > window)
+        throw UsageError(where + ": z-window [" + fmt(z_lo) + ", " + fmt(z_hi) + "] spans " + fmt(needed) + " but n_bins·resolution = " +
+                         fmt(window) + "; use fit degrade_resolution or collapse_bins, or raise n_bins/resolution");
+      return w;
+    case FitPolicy::DegradeResolution:
+      while (needed > static_cast<double>(o.n_bins) * w.res) w.res *= 2;
+      return w;
+  }
+  return w;
+}
+
+// Round half to even of a non-negative double under the default rounding mode: adding and
+// subtracting 2^52 leaves the nearest integer (ties to even), exactly as nearbyint would, without
+// a libm call per bin. Values ≥ 2^52 are integers already.
+inline double round_half_even(double x) noexcept {
+  constexpr double k2p52 = 4503599627370496.0;
+  return x < k2p52 ? (x + k2p52) - k2p52 : x;
+}
+
+[[noreturn]] void cast_overflow(const std::string& path, std::uint64_t cell, std::uint32_t bin, double count, std::uint64_t max) {
+  throw LimitError(path + ": cell " + std::to_string(cell) + " bin " + std::to_string(bin) + ": count " + fmt(count) +
+                       " does not fit the tensor dtype (max " + std::to_string(max) + ")",
+                   path, "tensor cast");
+}
+
+// The cast of one cell's counts (spec §5.3 step 5) into `dst`.
+template <typename T>
+void store_counts(std::span<const double> counts, std::byte* dst, const std::string& path, std::uint64_t cell) {
+  for (std::size_t b = 0; b < counts.size(); ++b) {
+    if constexpr (std::is_same_v<T, float>) {
+      store_le<float>(dst + b * sizeof(T), static_cast<float>(counts[b]));
+    } else {
+      const double r = round_half_even(counts[b]);
+      if (!(r <= static_cast<double>(std::numeric_limits<T>::max())))
+        cast_overflow(path, cell, static_cast<std::uint32_t>(b), counts[b], std::numeric_limits<T>::max());
+      store_le<T>(dst + b * sizeof(T), static_cast<T>(r));
+    }
+  }
+}
+
+struct BlockContext {
+  const RaggedField* field;
+  const TensorOptions* options;
+  const Occupancy* occupancy;
+  int block_depth;  // d_b
+};
+
+TensorBlock compute_block(const BlockContext& ctx, PendingBlock& block, bool inner_parallel) {
+  const TensorOptions& o = *ctx.options;
+  const std::string& path = ctx.field->payload().path();
+  const int d = ctx.block_depth;
+  const std::uint64_t cells = morton::pow4(d);
+
+  // 1. decode and check every populated cell's digest, and its quantiles. Digests are decoded
+  // into per-thread buffers (again in step 4) rather than kept, so a block costs no allocation
+  // per cell.
+  struct Cell {
+    std::uint64_t local;
+    std::span<const std::byte> payload;
+    double lo = 0, hi = 0;
+  };
+  std::vector<Cell> populated;
+  for (const auto& chunk : block.chunks)
+    for (std::uint64_t r = 0; r < chunk.cells.size(); ++r)
+      if (!chunk.cells[r].empty()) populated.push_back({chunk.start - block.start + r, chunk.cells[r], 0, 0});
+  const auto for_cells = [&](const auto& fn) {
+    if (inner_parallel) detail::parallel_for_each(o.threads, populated.size(), fn);
+    else for (std::size_t i = 0; i < populated.size(); ++i) fn(i);
+  };
+  const auto decode_cell = [&](const Cell& c, tdigest::Digest& d) {
+    try {
+      tdigest::decode_into(c.payload, path, d);
+      tdigest::validate(d, path);
+    } catch (const FormatError& e) {
+      const std::string where = path + " cell " + std::to_string(block.start + c.local);
+      throw FormatError(where + ": " + e.what(), path, where);
+    }
+  };
+  for_cells([&](std::size_t i) {
+    thread_local tdigest::Digest d;
+    Cell& c = populated[i];
+    decode_cell(c, d);
+    c.lo = tdigest::quantile(d, o.bottom);
+    c.hi = tdigest::quantile(d, o.top);
+  });
+
+  // 2. the block-wide z-window
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const Cell& c : populated) {
+    if (!std::isfinite(c.lo) || !std::isfinite(c.hi)) continue;
+    lo = std::min(lo, c.lo);
+    hi = std::max(hi, c.hi);
+  }
+  const std::string where = path + " block at cell " + std::to_string(block.start);
+  if (!std::isfinite(lo)) throw FormatError(where + ": no cell has finite quantiles; no z-window", path, "tensor window");
+  const double z_lo = std::floor(lo), z_hi = std::ceil(hi);
+  constexpr double kExact = 9007199254740992.0;  // 2^53
+  if (std::fabs(z_lo) >= kExact || std::fabs(z_hi) >= kExact)
+    throw LimitError(where + ": z-window [" + fmt(z_lo) + ", " + fmt(z_hi) + "] is beyond 2^53", path, "tensor window");
+  // 3. the fit policy
+  const Window w = fit_window(o, z_lo, z_hi, where);
+
+  TensorBlock out;
+  out.start = block.start;
+  out.side = std::uint32_t{1} << d;
+  out.n_bins = w.n_bins;
+  out.offset = w.z_lo;
+  out.gain = w.res;
+  out.dtype = o.dtype;
+  const std::size_t item = item_size(o.dtype);
+  out.tensor.assign(checked_size(cells * w.n_bins * item, "tensor block"), std::byte{0});
+  out.mask.assign(checked_size(cells, "mask"), 0);
+
+  // 7. the mask base from exact occupancy
+  const Occupancy& occ = *ctx.occupancy;
+  for (std::uint64_t r = 0; r < cells; ++r) {
+    bool observed = occ.kind == Occupancy::Kind::Full;
+    if (occ.kind == Occupancy::Kind::Bitmap) {
+      const std::uint64_t word = block.morton[r];
+      observed = word != 0 && std::binary_search(occ.occupied.begin(), occ.occupied.end(), word);
+    }
+    if (observed) {
+      const auto rc = morton::rank_to_rowcol(r);
+      out.mask[static_cast<std::size_t>(rc.row) * out.side + rc.col] = 1;
+    }
+  }
+
+  // 4–6. rasterize, cast, place
+  std::vector<double> sums(populated.size(), 0.0);
+  for_cells([&](std::size_t i) {
+    const Cell& c = populated[i];
+    thread_local tdigest::Digest d;
+    thread_local std::vector<double> counts, scratch;
+    decode_cell(c, d);
+    counts.resize(w.n_bins);
+    tdigest::rasterize(d, w.z_lo, w.res, w.n_bins, counts, scratch);
+    const auto rc = morton::rank_to_rowcol(c.local);
+    const std::size_t at = static_cast<std::size_t>(rc.row) * out.side + rc.col;
+    std::byte* dst = out.tensor.data() + at * w.n_bins * item;
+    const std::uint64_t cell = block.start + c.local;
+    double sum = 0;
+    for (const double v : counts) sum += v;
+    switch (o.dtype) {
+      case TensorDType::U16: store_counts<std::uint16_t>(counts, dst, path, cell); break;
+      case TensorDType::U32: store_counts<std::uint32_t>(counts, dst, path, cell); break;
+      case TensorDType::F32: store_counts<float>(counts, dst, path, cell); break;
+    }
+    sums[i] = sum;
+  });
+  for (std::size_t i = 0; i < populated.size(); ++i) {
+    const auto rc = morton::rank_to_rowcol(populated[i].local);
+    out.mask[static_cast<std::size_t>(rc.row) * out.side + rc.col] = 2;
+    out.weight_in_window += sums[i];
+  }
+  for (const std::uint8_t m : out.mask) {
+    out.populated += m == 2;
+    out.observed_empty += m == 1;
+  }
+
+  // The block id: the common ancestor at the block order of its written words.
+  std::optional<std::uint64_t> id;
+  for (const std::uint64_t word : block.morton) {
+    if (word == 0) continue;
+    const std::uint64_t a = morton::clip(word, morton::order_of(word) - d);
+    if (id && *id != a)
+      throw FormatError(where + ": morton words under different order-" + std::to_string(morton::order_of(word) - d) +
+                            " ancestors: the cells axis is not nested",
+                        path, "morton");
+    id = a;
+  }
+  out.morton = *id;  // a populated block always has written words (checked by the sweep)
+  out.order = morton::order_of(*id);
+  return out;
+}
+
+}  // namespace
+
+void RaggedField::read_tensors(const TensorOptions& o, const std::function<void(TensorBlock&&)>& sink) const {
+  if (o.n_bins < 1 || o.n_bins > (1u << 20)) throw UsageError("read_tensors: n_bins must be in 1..2^20");
+  if (!std::isfinite(o.resolution) || !(o.resolution > 0)) throw UsageError("read_tensors: resolution must be finite and > 0");
+  if (!(o.bottom >= 0 && o.bottom <= o.top && o.top <= 1)) throw UsageError("read_tensors: need 0 <= bottom <= top <= 1");
+  if (!payload_.element().is_tdigest())
+    throw UsageError(payload_.path() + ": read_tensors needs a t-digest element (float32 [-1, 2]), not " + payload_.element().dtype_name);
+  const int depth = detail::chunk_depth(payload_);
+  const zarr::Array& morton = morton_array();
+  if (o.subtree) {
+    const auto info = morton::check(*o.subtree, "subtree", morton::Source::User);
+    if (info.point) throw UsageError("subtree: " + std::to_string(*o.subtree) + " is a point word; a subtree needs an area word");
+  }
+  if (payload_.weights() == Weights::Flux && o.dtype != TensorDType::F32 && o.warn)
+    o.warn({"flux_integer_cast", payload_.path() + ": weights are flux; an integer tensor dtype discards the fractional counts"});
+
+  const auto stamp = hive::read_commit_stamp(*store_);
+  const bool occupancy_declared = stamp && stamp->coverage.present && stamp->coverage.encoding != hive::CoverageEnvelope::Encoding::BoxOnly;
+  detail::MortonCache cache;
+  std::optional<CellsAxis> axis;
+  if (o.subtree || o.block_order || occupancy_declared) {
+    axis = detail::read_axis(payload_, morton, cache);
+    if (!axis) return;  // an empty store yields nothing
+  }
+  const Occupancy occupancy = axis ? read_occupancy(*store_, *axis) : Occupancy{};
+
+  std::optional<detail::CellSpan> span;
+  int floor_order = 0;
+  if (o.subtree) {
+    span = detail::subtree_span(*axis, *o.subtree);
+    if (span->empty()) {
+      if (o.warn)
+        o.warn({"subtree_disjoint", "subtree " + morton::to_decimal(*o.subtree) + " is disjoint from the cells axis of " + payload_.path()});
+      return;
+    }
+    const std::uint64_t len = span->end - span->begin;
+    if (len < axis->chunk_cells)
+      throw UsageError(payload_.path() + ": subtree " + morton::to_decimal(*o.subtree) +
+                       " is smaller than one read chunk; read_tensors emits whole read chunks (use read_cell or the per-cell readers)");
+    floor_order = axis->cell_order - *morton::log4_exact(len);
+  }
+  int block_depth = depth;
+  if (o.block_order) {
+    const int b = *o.block_order;
+    if (b < floor_order || b > axis->chunk_order)
+      throw UsageError(payload_.path() + ": block_order " + std::to_string(b) + " outside [" + std::to_string(floor_order) + ", " +
+                       std::to_string(axis->chunk_order) + "]");
+    block_depth = axis->cell_order - b;
+    if (payload_.size() % morton::pow4(block_depth) != 0)
+      throw UsageError(payload_.path() + ": block_order " + std::to_string(b) + ": the axis of " + std::to_string(payload_.size()) +
+                       " cells is not a whole number of order-" + std::to_string(b) + " blocks");
+  }
+  const std::uint64_t block_cells = morton::pow4(block_depth);
+  {
+    const auto bytes = mul_u64(block_cells, o.n_bins);
+    const auto total = bytes ? mul_u64(*bytes, item_size(o.dtype)) : std::nullopt;
+    if (!total || *total > o.max_block_bytes)
+      throw LimitError(payload_.path() + ": a block of " + std::to_string(block_cells) + " cells × " + std::to_string(o.n_bins) +
+                           " bins needs " + (total ? std::to_string(*total) : std::string("more than 2^64")) +
+                           " bytes, above max_block_bytes " + std::to_string(o.max_block_bytes),
+                       payload_.path(), "read_tensors");
+  }
+
+  const BlockContext ctx{this, &o, &occupancy, block_depth};
+  const bool blocks_span_objects = block_cells > payload_.array().object_shape()[0];
+  std::optional<PendingBlock> current;
+  std::vector<PendingBlock> complete;
+  const auto flush = [&] {
+    if (current && !current->chunks.empty()) {
+      if (blocks_span_objects) {
+        // The block's words come from several objects, some possibly without payload: read them whole.
+        const auto bytes = morton.read_box({{current->start, current->start + block_cells}});
+        std::memcpy(current->morton.data(), bytes.data(), bytes.size());
+      }
+      complete.push_back(std::move(*current));
+    }
+    current.reset();
+  };
+  // Blocks are computed a few per core at a time and handed over at once, so the tensors in
+  // flight (and the memory the allocator must fault in) stay bounded on large shards.
+  const std::size_t group = std::max<std::size_t>(2, 2 * static_cast<std::size_t>(o.threads ? o.threads : tbb::this_task_arena::max_concurrency()));
+  const auto emit = [&] {
+    for (std::size_t first = 0; first < complete.size(); first += group) {
+      const std::size_t n = std::min(group, complete.size() - first);
+      std::vector<TensorBlock> out(n);
+      if (n == 1) out[0] = compute_block(ctx, complete[first], true);
+      else detail::parallel_for_each(o.threads, n, [&](std::size_t i) { out[i] = compute_block(ctx, complete[first + i], false); });
+      for (TensorBlock& b : out) sink(std::move(b));
+    }
+    complete.clear();
+  };
+
+  detail::SweepRequest req{&payload_.array(), &morton, span, o.threads, &cache};
+  detail::sweep(req, [&](detail::SweepBatch& batch) {
+    const std::uint64_t end = batch.begin + batch.morton.size();
+    std::size_t next_chunk = 0;
+    for (std::uint64_t b = batch.begin / block_cells; b * block_cells < end; ++b) {
+      const std::uint64_t b_start = b * block_cells;
+      if (!current || current->start != b_start) {
+        flush();
+        current.emplace();
+        current->start = b_start;
+        current->morton.assign(block_cells, 0);
+      }
+      const std::uint64_t lo = std::max(b_start, batch.begin), hi = std::min(b_start + block_cells, end);
+      std::copy(batch.morton.begin() + static_cast<std::ptrdiff_t>(lo - batch.begin),
+                batch.morton.begin() + static_cast<std::ptrdiff_t>(hi - batch.begin),
+                current->morton.begin() + static_cast<std::ptrdiff_t>(lo - b_start));
+      while (next_chunk < batch.chunks.size() && batch.chunks[next_chunk].start < b_start + block_cells)
+        current->chunks.push_back(std::move(batch.chunks[next_chunk++]));
+      if (hi == b_start + block_cells) flush();
+    }
+    if (!complete.empty()) emit();
+  });
+  flush();
+  if (!complete.empty()) emit();
+}
+
+}  // namespace tessera::ragged

@@ -1,0 +1,327 @@
+// read_tensors (spec §5.3) against zagg's own outputs on the moczarr strata leaf (bit for bit),
+// the spec's worked windows and masks, numpy running the recipe independently, and the option
+// and fit-policy rules.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "support.hpp"
+#include "support/testing.hpp"
+#include "tessera/codec/npy.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/io/byte_source.hpp"
+#include "tessera/ragged/morton.hpp"
+#include "tessera/ragged/ragged_field.hpp"
+#include "tessera/ragged/tdigest.hpp"
+
+namespace tessera::ragged {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Npy {
+  codec::NpyHeader header;
+  std::vector<std::byte> data;
+};
+
+Npy read_npy(const fs::path& path) {
+  const auto src = io::open_file(path.string(), io::OpenMode::Pread);
+  Npy n{codec::parse_npy_header(*src), {}};
+  n.data = src->read_vector(n.header.data_offset, n.header.data_bytes);
+  return n;
+}
+
+fs::path goldens() { return test::zagg_dir() / "moczarr/tests/data/strata_goldens"; }
+
+std::vector<double> doubles(const Npy& n) {
+  std::vector<double> v(n.data.size() / 8);
+  std::memcpy(v.data(), n.data.data(), n.data.size());
+  return v;
+}
+
+std::vector<std::uint64_t> words(const Npy& n) {
+  std::vector<std::uint64_t> v(n.data.size() / 8);
+  std::memcpy(v.data(), n.data.data(), n.data.size());
+  return v;
+}
+
+TEST(RaggedTensors, StrataPerChunkGoldensBitForBit) {
+  io::DirectoryStore store(test::strata_leaf().string());
+  for (const std::string stratum : {"signal", "noise"}) {
+    SCOPED_TRACE(stratum);
+    const RaggedField f = RaggedField::open(store, "6/h_tdigest_" + stratum);
+    const auto blocks = f.read_tensors();
+    const Npy tensors = read_npy(goldens() / (stratum + "_tensors.npy"));
+    const Npy masks = read_npy(goldens() / (stratum + "_masks.npy"));
+    const auto windows = doubles(read_npy(goldens() / (stratum + "_windows.npy")));
+    const auto ids = words(read_npy(goldens() / (stratum + "_morton.npy")));
+    ASSERT_EQ(blocks.size(), tensors.header.shape[0]);
+    const std::size_t tbytes = tensors.data.size() / blocks.size(), mbytes = masks.data.size() / blocks.size();
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      const TensorBlock& b = blocks[i];
+      ASSERT_EQ(b.tensor.size(), tbytes);
+      EXPECT_EQ(std::memcmp(b.tensor.data(), tensors.data.data() + i * tbytes, tbytes), 0) << "tensor " << i;
+      ASSERT_EQ(b.mask.size(), mbytes);
+      EXPECT_EQ(std::memcmp(b.mask.data(), masks.data.data() + i * mbytes, mbytes), 0) << "mask " << i;
+      EXPECT_EQ(b.offset, windows[2 * i]);
+      EXPECT_EQ(b.gain, windows[2 * i + 1]);
+      EXPECT_EQ(b.morton, ids[i]);
+      EXPECT_EQ(b.side, 2u);
+      EXPECT_EQ(b.n_bins, 128u);
+    }
+  }
+}
+
+TEST(RaggedTensors, StrataBlockOrder4GoldenBitForBit) {
+  io::DirectoryStore store(test::strata_leaf().string());
+  const RaggedField f = RaggedField::open(store, "6/h_tdigest_signal");
+  TensorOptions o;
+  o.block_order = 4;
+  const auto blocks = f.read_tensors(o);
+  ASSERT_EQ(blocks.size(), 1u);
+  const TensorBlock& b = blocks[0];
+  const Npy tensor = read_npy(goldens() / "signal_block_tensor.npy");
+  const Npy mask = read_npy(goldens() / "signal_block_mask.npy");
+  ASSERT_EQ(b.tensor.size(), tensor.data.size());
+  EXPECT_EQ(std::memcmp(b.tensor.data(), tensor.data.data(), tensor.data.size()), 0);
+  ASSERT_EQ(b.mask.size(), mask.data.size());
+  EXPECT_EQ(std::memcmp(b.mask.data(), mask.data.data(), mask.data.size()), 0);
+  const auto window = doubles(read_npy(goldens() / "signal_block_window.npy"));
+  EXPECT_EQ(b.offset, window[0]);
+  EXPECT_EQ(b.gain, window[1]);
+  EXPECT_EQ(b.morton, words(read_npy(goldens() / "signal_block_morton.npy"))[0]);
+  EXPECT_EQ(b.morton, 5345772757688778756ull);
+  EXPECT_EQ(b.side, 4u);
+  const std::vector<std::uint8_t> rows{2, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2};
+  EXPECT_EQ(b.mask, rows);
+  EXPECT_EQ(b.populated, 3u);
+  EXPECT_EQ(b.observed_empty, 2u);
+  EXPECT_TRUE(has_exact_occupancy(store));
+}
+
+TEST(RaggedTensors, SpecWorkedWindowsAndMasks) {
+  io::DirectoryStore minimal(test::fixture_leaf("minimal").string());
+  const RaggedField f = RaggedField::open(minimal, "6/h_tdigest");
+  const auto blocks = f.read_tensors();
+  ASSERT_EQ(blocks.size(), 3u);
+  const double offsets[] = {22, 24, 21};
+  const std::uint64_t starts[] = {0, 4, 12};
+  const char* ids[] = {"112131", "112132", "112134"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(blocks[i].offset, offsets[i]);
+    EXPECT_EQ(blocks[i].gain, 0.5);
+    EXPECT_EQ(blocks[i].start, starts[i]);
+    EXPECT_EQ(blocks[i].morton, morton::parse_decimal(ids[i]));
+    EXPECT_EQ(blocks[i].order, 5);
+  }
+  // cell 5 is rank 1 of chunk 1 → (row 0, col 1); mask 2 there
+  EXPECT_EQ(blocks[1].mask, (std::vector<std::uint8_t>{0, 2, 0, 0}));
+  TensorOptions o;
+  o.block_order = 4;
+  const auto one = f.read_tensors(o);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].offset, 21);
+  EXPECT_EQ(one[0].morton, morton::parse_decimal("11213"));
+  // the spec's cast example: cell 5 quantiles
+  const auto d = tdigest::decode(f.read_cell(5).bytes, "cell 5");
+  EXPECT_EQ(tdigest::quantile(d, 0.05), static_cast<double>(24.579000473022461f));
+  EXPECT_EQ(tdigest::quantile(d, 0.95), static_cast<double>(34.298999786376953f));
+  // kitchen_sink signal: exact occupancy gives state 1 at (row 0, col 3) for cell 5
+  io::DirectoryStore ks(test::fixture_leaf("kitchen_sink").string());
+  const auto sig = RaggedField::open(ks, "6/h_tdigest_signal").read_tensors(o);
+  ASSERT_EQ(sig.size(), 1u);
+  EXPECT_EQ(sig[0].mask[0 * 4 + 3], 1);
+  EXPECT_EQ(sig[0].observed_empty, 1u);
+  // the column has no exact occupancy: the 2-state mask
+  io::DirectoryStore column((test::fixture_leaf("column").parent_path() / "all.pyramid.zarr").string());
+  EXPECT_FALSE(has_exact_occupancy(column));
+  const auto col = RaggedField::open(column, "5/h_tdigest").read_tensors();
+  ASSERT_EQ(col.size(), 1u);
+  EXPECT_EQ(col[0].mask, (std::vector<std::uint8_t>{2, 2, 0, 2}));
+  EXPECT_EQ(col[0].morton, morton::parse_decimal("11213"));
+  const auto top = RaggedField::open(column, "4/h_tdigest").read_tensors();
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].side, 1u);
+}
+
+// numpy runs the spec recipe on the digests recorded in the expected files (independent of
+// tessera's decoder) for every fit policy and dtype; tessera must agree bit for bit.
+TEST(RaggedTensors, AgreesWithNumpyOnEveryFixtureFieldPolicyAndDtype) {
+  if (!testing::have_python_numpy()) GTEST_SKIP() << "numpy unavailable";
+  const std::string script = R"PY(
+import json, sys, numpy as np
+exp = json.load(open(sys.argv[1])); field = sys.argv[2]; n_bins = int(sys.argv[3]); res0 = float(sys.argv[4])
+fit = sys.argv[5]; dtype = sys.argv[6]; bottom = 0.05; top = 0.95
+def quantile(m, w, q):
+    n = np.sum(w); t = q * (n - 1); U = np.cumsum(w); K = len(m)
+    for k in range(K):
+        lo = 0.0 if k == 0 else U[k-1]; hi = U[k] - 1
+        if t <= hi:
+            if hi <= lo: return m[k]
+            frac = (t - lo) / (hi - lo)
+            if k == 0: lv = m[0]; hv = m[0] if K == 1 else (m[0] + m[1]) / 2
+            else: lv = (m[k-1] + m[k]) / 2; hv = m[k] if k == K-1 else (m[k] + m[k+1]) / 2
+            return lv + frac * (hv - lv)
+    return m[-1]
+def raster(m, w, z, r, n):
+    e = z + r * np.arange(n + 1); W = np.sum(w)
+    if len(m) == 1: c = np.where(e >= m[0], W, 0.0)
+    else: c = np.interp(e, m, np.cumsum(w) - w / 2, left=0.0, right=W)
+    return np.maximum(np.diff(c), 0.0)
+chunks = {}
+for cell in exp["cells"]:
+    rows = cell[field]
+    if rows: chunks.setdefault(cell["index"] // 4, []).append((cell["index"] % 4, np.array(rows, dtype=np.float32).astype(np.float64)))
+out = []
+for ch in sorted(chunks):
+    ds = chunks[ch]; qs = [(quantile(d[:,0], d[:,1], bottom), quantile(d[:,0], d[:,1], top)) for _, d in ds]
+    zl = np.floor(min(q[0] for q in qs)); zh = np.ceil(max(q[1] for q in qs)); need = zh - zl; res = res0; n = n_bins
+    if fit == "raise" and need > n_bins * res0: out.append(None); continue
+    if fit == "degrade_resolution":
+        while need > n_bins * res: res *= 2
+    if fit == "collapse_bins":
+        if need > n_bins * res0: out.append(None); continue
+        n = 2 ** int(np.floor(np.log2(n_bins)))
+        while n // 2 >= 1 and (n // 2) * res0 >= need: n //= 2
+    t = np.zeros((2, 2, n), dtype=np.float64)
+    for rank, d in ds:
+        x = (rank & 1) | ((rank >> 1) & 2) ; y = ((rank >> 1) & 1)
+        t[y, x] = raster(d[:,0], d[:,1], zl, res, n)
+    t = t.astype(np.float32) if dtype == "float32" else np.rint(t).astype(np.uint32 if dtype == "uint32" else np.uint16)
+    out.append({"offset": float(zl + 0.0), "gain": res, "n": n, "hex": t.tobytes().hex()})
+print(json.dumps(out))
+)PY";
+  struct Case {
+    std::string fixture, field;
+  };
+  const std::vector<Case> cases{{"minimal", "h_tdigest"}, {"kitchen_sink", "h_tdigest_signal"}, {"kitchen_sink", "h_tdigest_noise"},
+                                {"flux", "rx_flux"},      {"temporal", "h_tdigest"},         {"strata", "h_tdigest_noise"}};
+  struct Params {
+    std::uint32_t n_bins;
+    double res;
+    FitPolicy fit;
+    TensorDType dtype;
+  };
+  const std::vector<Params> params{{128, 0.5, FitPolicy::Raise, TensorDType::U32},
+                                   {128, 0.5, FitPolicy::Raise, TensorDType::F32},
+                                   {16, 0.25, FitPolicy::DegradeResolution, TensorDType::U16},
+                                   {100, 0.5, FitPolicy::CollapseBins, TensorDType::F32},
+                                   {8, 0.5, FitPolicy::Raise, TensorDType::U32}};
+  for (const Case& c : cases) {
+    const fs::path leaf = c.fixture == "strata" ? test::strata_leaf() : test::fixture_leaf(c.fixture);
+    const fs::path exp = c.fixture == "strata" ? test::zagg_dir() / "moczarr/tests/data/strata_hive.expected.json"
+                                               : test::zagg_dir() / "tests/data/spec" / (c.fixture + ".expected.json");
+    io::DirectoryStore store(leaf.string());
+    const RaggedField f = RaggedField::open(store, "6/" + c.field);
+    for (const Params& p : params) {
+      SCOPED_TRACE(c.fixture + " " + c.field + " " + std::string(name_of(p.fit)) + " " + std::string(name_of(p.dtype)) + " " +
+                   std::to_string(p.n_bins));
+      const auto run = testing::run_python(script, {exp.string(), c.field, std::to_string(p.n_bins), std::to_string(p.res),
+                                                    std::string(name_of(p.fit)), std::string(name_of(p.dtype))});
+      ASSERT_EQ(run.rc, 0) << run.err;
+      const auto want = codec::json::parse_strict(run.out);
+      TensorOptions o;
+      o.n_bins = p.n_bins;
+      o.resolution = p.res;
+      o.fit = p.fit;
+      o.dtype = p.dtype;
+      bool any_raise = false;
+      for (const auto& w : want) any_raise = any_raise || w.is_null();
+      if (any_raise) {
+        EXPECT_THROW(f.read_tensors(o), UsageError);
+        continue;
+      }
+      const auto blocks = f.read_tensors(o);
+      ASSERT_EQ(blocks.size(), want.size());
+      for (std::size_t i = 0; i < blocks.size(); ++i) {
+        EXPECT_EQ(blocks[i].offset, want[i]["offset"].get<double>());
+        EXPECT_EQ(blocks[i].gain, want[i]["gain"].get<double>());
+        EXPECT_EQ(blocks[i].n_bins, want[i]["n"].get<std::uint32_t>());
+        static const char* hexd = "0123456789abcdef";
+        std::string hex;
+        for (auto x : blocks[i].tensor) hex += hexd[std::to_integer<int>(x) >> 4], hex += hexd[std::to_integer<int>(x) & 15];
+        EXPECT_EQ(hex, want[i]["hex"].get<std::string>()) << "block " << i;
+      }
+    }
+  }
+}
+
+TEST(RaggedTensors, OptionRulesAndLimits) {
+  io::DirectoryStore store(test::fixture_leaf("minimal").string());
+  const RaggedField f = RaggedField::open(store, "6/h_tdigest");
+  const auto refused = [&](auto mutate) {
+    TensorOptions o;
+    mutate(o);
+    return f.read_tensors(o);
+  };
+  EXPECT_THROW(refused([](TensorOptions& o) { o.n_bins = 0; }), UsageError);
+  EXPECT_THROW(refused([](TensorOptions& o) { o.n_bins = (1u << 20) + 1; }), UsageError);
+  EXPECT_THROW(refused([](TensorOptions& o) { o.resolution = 0; }), UsageError);
+  EXPECT_THROW(refused([](TensorOptions& o) { o.resolution = std::nan(""); }), UsageError);
+  EXPECT_THROW(refused([](TensorOptions& o) { o.bottom = 0.9, o.top = 0.1; }), UsageError);
+  EXPECT_THROW(refused([](TensorOptions& o) { o.top = 1.5; }), UsageError);
+  EXPECT_THROW(refused([](TensorOptions& o) { o.block_order = 6; }), UsageError);   // finer than a chunk
+  EXPECT_THROW(refused([](TensorOptions& o) { o.block_order = 3; }), UsageError);   // axis not a multiple
+  EXPECT_THROW(refused([](TensorOptions& o) { o.max_block_bytes = 100; }), LimitError);
+  EXPECT_THROW(refused([](TensorOptions& o) { o.n_bins = 4, o.fit = FitPolicy::CollapseBins; }), UsageError);
+  EXPECT_THROW(refused([](TensorOptions& o) { o.subtree = morton::parse_decimal("1121311"); }), UsageError);  // finer than a chunk
+  EXPECT_THROW(refused([](TensorOptions& o) { o.subtree = morton::parse_decimal("112131123333333333333333442343p"); }), UsageError);
+  // raise names the window and suggests the other policies
+  try {
+    refused([](TensorOptions& o) { o.n_bins = 4; });
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("degrade_resolution"), std::string::npos);
+  }
+  // subtree: a chunk, a disjoint word (one warning, nothing yielded), the whole shard
+  TensorOptions o;
+  o.subtree = morton::parse_decimal("112132");
+  auto blocks = f.read_tensors(o);
+  ASSERT_EQ(blocks.size(), 1u);
+  EXPECT_EQ(blocks[0].start, 4u);
+  std::vector<Warning> warnings;
+  o.subtree = morton::parse_decimal("1121");  // an ancestor: the whole axis
+  EXPECT_EQ(f.read_tensors(o).size(), 3u);
+  o.subtree = morton::parse_decimal("21");
+  o.warn = [&](const Warning& w) { warnings.push_back(w); };
+  EXPECT_TRUE(f.read_tensors(o).empty());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].code, "subtree_disjoint");
+  // with a subtree the block order floor is the visited span's order
+  o.subtree = morton::parse_decimal("112133");  // chunk 2: absent, nothing yielded
+  o.warn = nullptr;
+  EXPECT_TRUE(f.read_tensors(o).empty());
+  o.subtree = morton::parse_decimal("112134");
+  o.block_order = 4;
+  EXPECT_THROW(f.read_tensors(o), UsageError);
+  o.block_order = 5;
+  EXPECT_EQ(f.read_tensors(o).size(), 1u);
+  // integer overflow of the cast is a LimitError (RD-6): weight 300 in one bin into uint16 is fine,
+  // so check the parsers instead
+  EXPECT_EQ(parse_fit_policy("collapse_bins"), FitPolicy::CollapseBins);
+  EXPECT_EQ(parse_tensor_dtype("uint16"), TensorDType::U16);
+  EXPECT_THROW(parse_fit_policy("x"), UsageError);
+  EXPECT_THROW(parse_tensor_dtype("int8"), UsageError);
+  // flux + integer dtype warns
+  io::DirectoryStore flux(test::fixture_leaf("flux").string());
+  warnings.clear();
+  TensorOptions fo;
+  fo.warn = [&](const Warning& w) { warnings.push_back(w); };
+  EXPECT_EQ(RaggedField::open(flux, "6/rx_flux").read_tensors(fo).size(), 3u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].code, "flux_integer_cast");
+}
+
+TEST(RaggedTensors, ThreadCountsGiveIdenticalResults) {
+  io::DirectoryStore store(test::strata_leaf().string());
+  const RaggedField f = RaggedField::open(store, "6/h_tdigest_noise");
+  TensorOptions o1, o2;
+  o1.threads = 1;
+  o2.threads = 2;
+  const auto a = f.read_tensors(o1), b = f.read_tensors(o2);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor, b[i].tensor);
+}
+
+}  // namespace
+}  // namespace tessera::ragged

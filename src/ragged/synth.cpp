@@ -131,14 +131,23 @@ SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
   };
   std::vector<Swath> swaths;
   for (int i = 0; i < 3; ++i) swaths.push_back({rng.uniform() * side, rng.uniform() * side, side * (0.25 + 0.2 * rng.uniform())});
+  // Closeness to the nearest swath centre (0 outside every swath, 1 at a centre); the population
+  // probability is proportional to it, scaled so that its mean over the leaf is the requested
+  // fraction.
+  std::vector<double> closeness(report.cells, 0.0);
+  double closeness_sum = 0;
+  for (std::uint64_t rank = 0; rank < report.cells; ++rank) {
+    const auto xy = morton::rank_to_xy(rank);
+    for (const auto& s : swaths)
+      closeness[rank] = std::max(closeness[rank], 1.0 - std::hypot(xy.x - s.x, xy.y - s.y) / s.r);
+    closeness_sum += closeness[rank];
+  }
+  const double scale = closeness_sum > 0 ? o.populated_fraction * static_cast<double>(report.cells) / closeness_sum : 0;
   std::vector<std::vector<std::byte>> payloads(report.cells);
   std::vector<float> means;
   for (std::uint64_t rank = 0; rank < report.cells; ++rank) {
     const auto xy = morton::rank_to_xy(rank);
-    double closeness = 0;
-    for (const auto& s : swaths)
-      closeness = std::max(closeness, 1.0 - std::hypot(xy.x - s.x, xy.y - s.y) / s.r);
-    if (rng.uniform() >= 2.0 * o.populated_fraction * closeness) continue;
+    if (rng.uniform() >= scale * closeness[rank]) continue;
     const double centre = 20.0 + 8.0 * std::sin(2 * std::numbers::pi * xy.x / side) * std::cos(2 * std::numbers::pi * xy.y / side);
     const std::uint32_t k = o.min_centroids + static_cast<std::uint32_t>(rng.next() % (o.max_centroids - o.min_centroids + 1));
     means.resize(k);

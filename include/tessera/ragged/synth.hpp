@@ -5,9 +5,10 @@
 // The leaf holds `{cell_order}/{field}` (vlen t-digests, float32 [-1, 2], integer weights) and
 // `{cell_order}/morton` (every cell's word), sharded as zagg writes them: one shard spanning the
 // leaf, inner chunks of 4^(cell_order − chunk_order) cells, vlen-bytes + zstd level 3, CRC-32C
-// index. Cells are populated inside a few round "swaths" (so a heatmap shows shapes), with a
-// probability that peaks at `populated_fraction` · 2 in their middle; each digest's values centre
-// on a smooth field of (x, y), so tensors and heatmaps show gradients.
+// index. Cells are populated inside three round "swaths" (so a heatmap shows shapes), with a
+// probability proportional to the closeness to a swath centre and scaled so that about
+// `populated_fraction` of all cells hold a digest; each digest's values centre on a smooth field
+// of (x, y), so tensors and heatmaps show gradients.
 #pragma once
 
 #include <cstdint>

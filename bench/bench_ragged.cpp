@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
@@ -56,14 +57,8 @@ struct Args {
   int cells = 2000;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using tessera::bench::median;
+using tessera::bench::seconds_since;
 
 Args parse_args(int argc, char** argv) {
   Args a;

@@ -38,4 +38,31 @@ bool contains_ascii_ci(std::string_view haystack, std::string_view needle) noexc
   return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), eq) != haystack.end();
 }
 
+std::size_t utf8_width(std::string_view s) noexcept {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+std::string truncate_utf8(const std::string& s, std::size_t max) {
+  if (utf8_width(s) <= max) return s;
+  std::size_t kept = 0, i = 0;
+  while (i < s.size() && kept + 1 < max) {
+    ++i;
+    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
+    ++kept;
+  }
+  return s.substr(0, i) + "…";
+}
+
+std::string pad_right(const std::string& s, std::size_t width) {
+  const std::size_t n = utf8_width(s);
+  return n >= width ? s : s + std::string(width - n, ' ');
+}
+
+std::string pad_left(const std::string& s, std::size_t width) {
+  const std::size_t n = utf8_width(s);
+  return n >= width ? s : std::string(width - n, ' ') + s;
+}
+
 }  // namespace tessera

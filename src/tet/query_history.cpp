@@ -47,28 +47,6 @@ std::string select_of(const Json& query) {
   return "subset";
 }
 
-std::size_t width_of(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
-
-std::string cut(const std::string& s, std::size_t max) {
-  if (width_of(s) <= max) return s;
-  std::size_t kept = 0, i = 0;
-  while (i < s.size() && kept < max - 1) {
-    ++i;
-    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
-    ++kept;
-  }
-  return s.substr(0, i) + "…";
-}
-
-std::string left(const std::string& s, std::size_t w) {
-  const std::size_t n = width_of(s);
-  return n >= w ? s : s + std::string(w - n, ' ');
-}
-
 }  // namespace
 
 HistorySettings history_settings() {
@@ -188,8 +166,8 @@ std::string history_list_text(const std::vector<HistoryEntry>& shown, const Hist
     const std::string mode = e.execute ? " x  " : " p  ";
     const std::string op = op_key_of(e.query);
     const std::string tet = e.tet ? fs::path(*e.tet).filename().string() : "-";
-    out += idx + "  " + mode + "  " + left(cut(e.query.value("dataset", ""), 18), 18) + "  " +
-           left(op.empty() ? "-" : op, 10) + "  " + left(select_of(e.query), 8) + "  " + tet + "\n";
+    out += idx + "  " + mode + "  " + pad_right(truncate_utf8(e.query.value("dataset", ""), 18), 18) + "  " +
+           pad_right(op.empty() ? "-" : op, 10) + "  " + pad_right(select_of(e.query), 8) + "  " + tet + "\n";
   }
   out += "\nmode: x = had -x (execute), p = plan only (no -x)\n";
   out += "replay: tessera tet qhist run <#>  (1 = newest)\n";

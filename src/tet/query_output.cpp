@@ -2,6 +2,8 @@
 // f32 digits), the reduced `stats`/`plan` trees, the one-line `quiet` form and the `table` text.
 #include "tessera/tet/query_output.hpp"
 
+#include "tessera/core/text.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -252,37 +254,11 @@ Json reduced_tree(const Json& t, bool with_execution) {
 
 // ---- table -------------------------------------------------------------------------------------
 
-std::size_t width_of(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
-
-std::string pad_left(const std::string& s, std::size_t w) {
-  const std::size_t n = width_of(s);
-  return n >= w ? s : std::string(w - n, ' ') + s;
-}
-std::string pad_right(const std::string& s, std::size_t w) {
-  const std::size_t n = width_of(s);
-  return n >= w ? s : s + std::string(w - n, ' ');
-}
-
-// At most `max` code points: longer text keeps max − 1 and gains `…`.
-std::string truncate_field(const std::string& s, std::size_t max) {
-  if (width_of(s) <= max) return s;
-  std::size_t kept = 0, i = 0;
-  while (i < s.size() && kept < max - 1) {
-    ++i;
-    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
-    ++kept;
-  }
-  return s.substr(0, i) + "…";
-}
 
 void kv_section(std::string& out, const std::string& title, const std::vector<std::pair<std::string, std::string>>& rows) {
   if (rows.empty()) return;
   std::size_t w = 4;
-  for (const auto& r : rows) w = std::max(w, width_of(r.first));
+  for (const auto& r : rows) w = std::max(w, utf8_width(r.first));
   out += title + ":\n";
   for (const auto& [k, v] : rows) out += "  " + pad_right(k, w) + "  " + v + "\n";
   out += "\n";
@@ -345,7 +321,7 @@ std::string table_text(const Json& t) {
     rows.emplace_back("operation", body["axes"].empty() ? key + " (scalar)" : key + " axes=" + axes_of(body["axes"]));
   }
   if (t.contains("tet_file")) rows.emplace_back("tet_file", t["tet_file"].get<std::string>());
-  rows.emplace_back("message", truncate_field(t["message"].get<std::string>(), 72));
+  rows.emplace_back("message", truncate_utf8(t["message"].get<std::string>(), 72));
   kv_section(out, "query", rows);
 
   if (t.contains("catalog") && !t["catalog"]["matched"].get<bool>()) {
@@ -357,7 +333,7 @@ std::string table_text(const Json& t) {
     }
     out += "datasets:\n  " + pad_left("#", 3) + "  name\n";
     for (std::size_t i = 0; i < names.size(); ++i)
-      out += "  " + pad_left(std::to_string(i), 3) + "  " + truncate_field(names[i].get<std::string>(), 40) + "\n";
+      out += "  " + pad_left(std::to_string(i), 3) + "  " + truncate_utf8(names[i].get<std::string>(), 40) + "\n";
     out += "\n";
     return out;
   }

@@ -2,7 +2,10 @@
 # A short tour of tessera: builds the CLI (Release, build/release), then in a fresh temporary
 # folder
 #   - synthesizes a four-dataset .tet file, prints its description, verifies it in depth,
-#     exports a strided selection of one dataset to .npy and reads that back with numpy;
+#     exports a strided selection of one dataset to .npy and reads that back with numpy, and
+#     queries it (a partial mean, a median that spills under a small memory budget);
+#   - converts an HDF5 file written with h5py to .tet and exports that to a Zarr v3 store;
+#   - converts a generated 10x MatrixMarket matrix to a deltacells dataset and fetches cells;
 #   - synthesizes a morton-hive store with one zagg-ragged leaf of t-digests, describes and
 #     verifies it, decodes one cell, casts the digests to tensors (.npy, read back with numpy)
 #     and draws a heatmap PNG, and prints the content hashes.
@@ -57,6 +60,44 @@ a = np.load("temperature.npy")
 print("shape:", a.shape, "dtype:", a.dtype)
 print("first values:", a.ravel()[:8])
 '
+
+section "query: mean over time, and a median under a 16 MiB memory budget (spills to a temp file)"
+export TET_QUERY_HISTORY_FILE="$demo_dir/query-history.jsonl"
+tessera tet query '{"dataset":"temperature","mean":0}' -t demo.tet -x -q
+tessera tet query '{"dataset":"pressure","median":[],"execution":{"memory_budget_bytes":16777216}}' -t demo.tet -x -q
+tessera tet qhist list
+
+section "convert an HDF5 file (written here with h5py) to .tet, then export it to Zarr v3"
+/usr/bin/python3 -c '
+import h5py, numpy as np
+t = np.arange(24 * 90 * 180, dtype=np.float32).reshape(24, 90, 180) % 37 - 5
+with h5py.File("climate.h5", "w") as f:
+    d = f.create_dataset("surface/temperature", data=t, chunks=(6, 45, 90))
+    d.attrs["units"] = "degC"
+    f.create_dataset("surface/mask", data=(t > 20).astype(np.uint8), chunks=(12, 90, 90))
+'
+tessera tet convert climate.h5 climate.tet
+tessera tet info climate.tet --metadata
+tessera tet export climate.tet climate.zarr
+tessera info climate.zarr | head -n 12
+echo "  …"
+
+section "deltacells: convert a generated 10x MatrixMarket matrix, describe, verify, fetch cells"
+mkdir -p mtx
+/usr/bin/python3 -c '
+import numpy as np, scipy.io, scipy.sparse
+rng = np.random.default_rng(1)
+genes, cells = 2000, 3000
+m = scipy.sparse.random(genes, cells, density=0.05, random_state=1, format="coo")
+m.data = rng.negative_binomial(2, 0.3, m.nnz).astype(np.int64) + 1
+scipy.io.mmwrite("mtx/matrix.mtx", m.astype(np.int64), field="integer")
+open("mtx/features.tsv", "w").write("".join(f"ENSG{i:06d}\tGENE{i}\tGene Expression\n" for i in range(genes)))
+open("mtx/barcodes.tsv", "w").write("".join(f"CELL{i:05d}-1\n" for i in range(cells)))
+'
+tessera cells convert --10x-mtx mtx --output cells_ds --no-obs --no-var --tile-size 1000
+tessera cells info cells_ds
+tessera verify cells_ds
+tessera cells get cells_ds 0,17,17,2999 | cut -c1-100
 
 section "synthesize a morton-hive store: t-digests per HEALPix cell (order 15, 4096 cells)"
 tessera ragged synth hive --cell-order 15 --shard-order 9 --chunk-order 12 --populated 0.3 \

@@ -216,13 +216,5 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse_args(argc, argv));
-  } catch (const Error& e) {
-    std::fprintf(stderr, "bench_cells: %s\n", e.describe().c_str());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_cells: %s\n", e.what());
-    return 1;
-  }
+  return tessera::bench::guarded_main("bench_cells", [&] { return run(parse_args(argc, argv)); });
 }

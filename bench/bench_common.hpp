@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <exception>
 #include <vector>
+
+#include "tessera/core/error.hpp"
 
 namespace tessera::bench {
 
@@ -15,6 +19,20 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// A benchmark's main(): runs `body`, and turns an exception into `NAME: message` on stderr and
+// exit status 1.
+template <typename Body>
+int guarded_main(const char* name, Body&& body) {
+  try {
+    return body();
+  } catch (const tessera::Error& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.describe().c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+  }
+  return 1;
 }
 
 }  // namespace tessera::bench

@@ -174,12 +174,5 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse_args(argc, argv));
-  } catch (const tessera::Error& e) {
-    std::fprintf(stderr, "bench_ragged: %s\n", e.describe().c_str());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_ragged: %s\n", e.what());
-  }
-  return 1;
+  return tessera::bench::guarded_main("bench_ragged", [&] { return run(parse_args(argc, argv)); });
 }

@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/tet/reader.hpp"
 #include "tessera/tet/synth.hpp"
@@ -306,12 +307,5 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse_args(argc, argv));
-  } catch (const tessera::Error& e) {
-    std::fprintf(stderr, "bench_tet_read: %s\n", e.describe().c_str());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_tet_read: %s\n", e.what());
-  }
-  return 1;
+  return tessera::bench::guarded_main("bench_tet_read", [&] { return run(parse_args(argc, argv)); });
 }

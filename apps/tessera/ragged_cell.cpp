@@ -138,6 +138,8 @@ void register_ragged_cell(CLI::App& ragged, int& rc) {
   cmd->callback([a, &rc, index, morton, chunk] {
     // With --field, a lone positional after STORE is the INDEX.
     if (!a->field_name.empty() && !a->field.empty() && index->count() == 0) {
+      if (a->field.size() > 18 || a->field.find_first_not_of("0123456789") != std::string::npos)
+        throw CLI::ValidationError("INDEX", "with --field, the argument after STORE is the cell INDEX (got '" + a->field + "')");
       a->index = std::stoll(a->field);
       a->field.clear();
     }

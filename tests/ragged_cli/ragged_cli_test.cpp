@@ -89,6 +89,9 @@ TEST(RaggedCell, BadAddressesAreClearErrors) {
   EXPECT_NE(run.err.find("--shard"), std::string::npos) << run.err;
   EXPECT_EQ(run_cli({"ragged", "cell", l, "6/h_tdigest"}).rc, 2) << "no cell address";
   EXPECT_EQ(run_cli({"ragged", "cell", l, "6/h_tdigest", "--row", "0"}).rc, 2) << "--row needs --chunk";
+  run = run_cli({"ragged", "cell", l, "--field", "h_tdigest", "abc"});
+  EXPECT_EQ(run.rc, 2) << "with --field the positional is the INDEX";
+  EXPECT_NE(run.err.find("'abc'"), std::string::npos) << run.err;
 }
 
 TEST(RaggedTensors, NpyOutputIsByteIdenticalToZaggsGoldens) {

@@ -47,25 +47,37 @@ run_ctest() {
   return "$rc"
 }
 
-# smoke_fuzz BIN: ~10 s of libFuzzer from a fresh corpus seeded with the target's seeds.
-smoke_fuzz() {
-  local bin=$1 name corpus artifacts log seeds rc=0
+# Fuzz smoke: ~10 s of libFuzzer per target from a fresh corpus seeded with the target's seeds,
+# JOBS targets at a time (each libFuzzer process uses one core).
+# start_fuzz BIN: seeds the corpus and starts the target in the background, its pid in FUZZ_PID
+# (a variable, not output: a process started in a command substitution is not this shell's child).
+start_fuzz() {
+  local bin=$1 name corpus artifacts seeds
   name="$(basename "$bin")"
   corpus="$WORK/corpus-$name"
   artifacts="$ROOT/build/asan/fuzz-artifacts/$name"
-  log="$WORK/$name.log"
   mkdir -p "$corpus" "$artifacts"
   seeds="$(seed_corpus "$name" "$corpus")"
-  echo "-- $name ($seeds seeds)"
+  echo "$seeds" >"$WORK/$name.seeds"
   "$bin" -max_total_time=10 -rss_limit_mb=4096 -timeout=60 -artifact_prefix="$artifacts/" "$corpus" \
-    >"$log" 2>&1 || rc=$?
+    >"$WORK/$name.log" 2>&1 &
+  FUZZ_PID=$!
+}
+
+# finish_fuzz BIN PID: waits for the target and adds its outcome to PASSED/FAILED.
+finish_fuzz() {
+  local bin=$1 pid=$2 name log rc=0
+  name="$(basename "$bin")"
+  log="$WORK/$name.log"
+  wait "$pid" || rc=$?
+  echo "-- $name ($(cat "$WORK/$name.seeds") seeds)"
   if [ "$rc" -eq 0 ]; then
     PASSED=$((PASSED + 1))
     grep -E '^#[0-9]+.*DONE' "$log" | tail -n 1 || true
   else
     FAILED=$((FAILED + 1))
     tail -n 60 "$log"
-    echo "$name failed (exit $rc); reproducer, if any, in $artifacts" >&2
+    echo "$name failed (exit $rc); reproducer, if any, in $ROOT/build/asan/fuzz-artifacts/$name" >&2
   fi
   return "$rc"
 }
@@ -104,9 +116,19 @@ t_fuzz="$(now)"
 STEP="stage 2 fuzz smoke"
 mapfile -t targets < <(fuzz_targets)
 if [ ${#targets[@]} -eq 0 ]; then echo "no fuzz targets built"; fi
-for bin in "${targets[@]}"; do
-  STEP="fuzz smoke $(basename "$bin")"
-  smoke_fuzz "$bin"
+for ((i = 0; i < ${#targets[@]}; i += JOBS)); do
+  batch=("${targets[@]:i:JOBS}")
+  pids=()
+  for bin in "${batch[@]}"; do
+    start_fuzz "$bin"
+    pids+=("$FUZZ_PID")
+  done
+  batch_rc=0
+  for j in "${!batch[@]}"; do
+    STEP="fuzz smoke $(basename "${batch[j]}")"
+    finish_fuzz "${batch[j]}" "${pids[j]}" || batch_rc=$?
+  done
+  if [ "$batch_rc" -ne 0 ]; then exit "$batch_rc"; fi
 done
 echo "stage 2 fuzz smoke wall time: $(seconds_since "$t_fuzz") s"
 echo "stage 2 wall time: $(seconds_since "$STAGE_T0") s"

@@ -52,8 +52,9 @@ Json metadata_json(const Metadata& metadata) { return Json::parse(serialize_meta
 
 std::string InfoFilter::summary() const {
   std::string out;
-  if (dataset) out += "dataset~" + *dataset;
-  if (grep) out += (out.empty() ? "" : " ") + std::string("grep~") + *grep;
+  // Appends, not `a + b` temporaries: GCC 12 at -O3 reports bogus overflows for the latter.
+  if (dataset) out.append("dataset~").append(*dataset);
+  if (grep) out.append(out.empty() ? "" : " ").append("grep~").append(*grep);
   return out;
 }
 

@@ -12,11 +12,28 @@
 #       The leaf (order 19, 256 inner chunks of 4096 cells, ~20 % populated) is generated
 #       once into build/bench-data/ragged-hive/.
 #
+#   scripts/bench.sh ragged-build [--points N] [--repeat R]
+#       `tessera ragged build` of N (default 10^7) random points in a 1° x 1° box at 70° S,
+#       orders 19/13/9, delta 8192, on 1 and 2 threads (bench/bench_ragged_build.cpp): points/s,
+#       speed-up and each run's peak RSS. The .npy input is generated once into build/bench-data/.
+#
 #   scripts/bench.sh cells [--repeat R] [--batches B]
 #       Full-tile decode of a synthetic deltacells tile (10,000 cells x 38,000 genes, ~5,000
 #       nonzeros per cell, level 19; bench/bench_cells.cpp) against bare zstd decompression of
 #       the same frames, 2 decode threads against 1, and epoch batches of 5,000 cells over a
 #       100-tile dataset. The tile and dataset are generated once into build/bench-data/cells-bench/.
+#
+#   scripts/bench.sh tet-convert [--size-gib N] [--repeat R] [--jobs J] [--read-threads T] [--out-dir DIR]
+#       `tet convert` of a chunked f32 HDF5 file (about N GiB, default 2; uncompressed and gzip-1,
+#       written once by h5py into build/bench-data/) against reading the same chunks with libhdf5
+#       alone (bench/bench_tet_convert.cpp, driven by scripts/bench_tet_convert.sh).
+#
+#   scripts/bench.sh tet-query [--size-gib N] [--median-gib M] [--repeat R] [--threads T]
+#       Whole-process `tessera tet query … -x -q` (scalar and axis-0 mean over an N GiB f32 file,
+#       default 4, raw and zstd) against a plain mmap sum and zstd-only decompression of the same
+#       payload (bench/bench_tet_query.cpp), numpy and python-zstandard, plus the peak RssAnon of a
+#       temp-spilled median over M GiB (default 1) with a 256 MiB budget. Driven by
+#       scripts/bench_tet_query.sh; files are synthesized once into build/bench-data/tet-query/.
 #
 # Environment: BUILD_DIR (default build/release), JOBS (parallel compile jobs, default 2).
 set -euo pipefail
@@ -57,10 +74,25 @@ case "$command" in
     mkdir -p "$data_dir"
     exec "$build_dir/bench/bench_ragged" --data-dir "$data_dir" "$@"
     ;;
+  ragged-build)
+    build bench_ragged_build
+    build tessera
+    mkdir -p "$data_dir"
+    exec "$build_dir/bench/bench_ragged_build" --data-dir "$data_dir" --cli "$build_dir/tessera" "$@"
+    ;;
   cells)
     build bench_cells
     mkdir -p "$data_dir"
     exec "$build_dir/bench/bench_cells" --data-dir "$data_dir" "$@"
+    ;;
+  tet-convert)
+    build bench_tet_convert
+    BUILD_DIR="$build_dir" exec "$root/scripts/bench_tet_convert.sh" "$@"
+    ;;
+  tet-query)
+    build bench_tet_query
+    build tessera
+    BUILD_DIR="$build_dir" exec "$root/scripts/bench_tet_query.sh" "$@"
     ;;
   -h | --help) usage ;;
   *)

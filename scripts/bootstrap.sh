@@ -17,6 +17,7 @@ packages=(
   googletest libgtest-dev libbenchmark-dev hyperfine
   # independent readers used by the tests
   python3 python3-numpy python3-h5py python3-anndata python3-scipy python3-zstandard python3-numcodecs python3-netcdf4
+  python3-healpy
 )
 # Node.js and npm run the npm-packaged independent readers (zarrita); a machine that already has
 # them (e.g. a newer Node.js from elsewhere) keeps its own.

@@ -13,7 +13,9 @@ namespace tessera::cells {
 namespace {
 
 std::string cell_label(const CanonicalizeOptions& o, std::uint64_t r) {
-  return "cell " + std::to_string(o.first_cell + r);
+  const std::uint64_t cell = o.first_cell + r;
+  std::string where = o.locate ? o.locate(cell) : std::string();
+  return "cell " + std::to_string(cell) + (where.empty() ? std::string() : " (" + where + ")");
 }
 
 std::string format_double(double v) {

@@ -166,6 +166,7 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
                 fc.stop();
                 return nullptr;
               }
+              if (o.interrupted && o.interrupted()) throw Interrupted("interrupted; the partial output was removed");
               auto job = std::make_shared<Job>();
               job->index = next;
               job->first = next * o.tile_size;
@@ -188,6 +189,7 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
                   co.tile_name = key;
                   co.first_cell = job->first;
                   co.version = o.version;
+                  co.locate = [&source](std::uint64_t cell) { return source.locate(cell); };
                   CanonicalTile tile = canonicalize(job->block, co);
                   job->block = CsrBlock{};  // release the input early: memory stays bounded
                   const auto bytes = encode_tile({tile.indptr, tile.indices, tile.values, m.n_genes},
@@ -219,7 +221,8 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
   return m;
 }
 
-std::vector<std::uint64_t> gene_totals(CsrBlockSource& source, std::uint64_t block_rows) {
+std::vector<std::uint64_t> gene_totals(CsrBlockSource& source, std::uint64_t block_rows,
+                                       const std::function<bool()>& interrupted) {
   const std::uint64_t n_genes = source.n_genes();
   std::vector<std::uint64_t> totals(static_cast<std::size_t>(n_genes), 0);
   CsrBlock block;
@@ -227,7 +230,9 @@ std::vector<std::uint64_t> gene_totals(CsrBlockSource& source, std::uint64_t blo
   co.n_genes = n_genes;
   co.max_value = kMaxCountV2;
   co.tile_name = "gene totals";
+  co.locate = [&source](std::uint64_t cell) { return source.locate(cell); };
   for (std::uint64_t first = 0; first < source.n_cells(); first += block_rows) {
+    if (interrupted && interrupted()) throw Interrupted("interrupted");
     const std::uint64_t count = std::min(block_rows, source.n_cells() - first);
     source.read_rows(first, count, block);
     co.first_cell = first;

@@ -2,6 +2,8 @@
 #include "tessera/cells/gene_files.hpp"
 
 #include <cstring>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "rules.hpp"
 #include "tessera/codec/npy.hpp"
@@ -129,6 +131,25 @@ bool splitlines_differs(std::string_view text) {
     i += b + 1;
   }
   return false;
+}
+
+std::vector<std::string> make_names_unique(const std::vector<std::string>& names) {
+  std::unordered_set<std::string> present(names.begin(), names.end());
+  if (present.size() == names.size()) return names;
+  std::vector<std::string> out = names;
+  std::unordered_set<std::string> seen;
+  std::unordered_map<std::string, std::uint64_t> counter;
+  for (auto& name : out) {
+    if (seen.insert(name).second) continue;  // the first occurrence keeps its name
+    for (;;) {
+      const std::string candidate = name + "-" + std::to_string(++counter[name]);
+      if (present.insert(candidate).second) {
+        name = candidate;
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace tessera::cells

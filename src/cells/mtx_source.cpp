@@ -11,10 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "rules.hpp"
+#include "tessera/cells/concat_source.hpp"
 #include "tessera/core/error.hpp"
 
 namespace fs = std::filesystem;
@@ -257,183 +256,120 @@ MtxDirectory scan_mtx_directory(const std::string& path) {
   return d;
 }
 
-struct MtxCsrSource::Impl {
-  std::vector<MtxDirectory> dirs;
-  MtxSourceOptions options;
-  std::vector<std::uint64_t> first_cell;             // global index of each directory's first cell
-  std::vector<std::vector<std::int64_t>> indptr;     // per directory, from the counting pass
-  std::uint64_t passes = 0;
-  // The band in memory: cells [band_lo, band_hi) of directory band_dir.
-  std::size_t band_dir = SIZE_MAX;
-  std::uint64_t band_lo = 0, band_hi = 0;
-  std::vector<std::int64_t> band_indices, band_values;
+namespace {
 
-  // Pass 1: every entry validated and counted per cell.
-  const std::vector<std::int64_t>& counts(std::size_t f) {
-    auto& ip = indptr[f];
-    if (!ip.empty()) return ip;
-    const MtxDirectory& d = dirs[f];
-    LineReader in(d.matrix_file);
+// The entries of one matrix file, validated on every pass (§7.1): 1-based indices within the
+// size line, integer counts, exactly the declared number of entries.
+class MtxEntries final : public GeneMajorEntries {
+ public:
+  explicit MtxEntries(MtxDirectory d) : d_(std::move(d)) {}
+  const std::string& name() const override { return d_.matrix_file; }
+  std::uint64_t n_cells() const override { return d_.n_cells; }
+  std::uint64_t n_genes() const override { return d_.n_genes; }
+  bool real_values() const override { return false; }
+
+  void scan(bool with_values, const std::function<void(const EntryBlock&)>& sink) override {
+    constexpr std::size_t kBlock = std::size_t{1} << 16;
+    LineReader in(d_.matrix_file);
     MtxDirectory header;
     read_matrix_header(in, header);
-    ++passes;
-    std::vector<std::int64_t> per_cell(d.n_cells + 1, 0);
+    std::vector<std::int64_t> cells, genes, values;
+    const auto flush = [&] {
+      EntryBlock b;
+      b.cells = cells;
+      if (with_values) {
+        b.genes = genes;
+        b.int_values = values;
+      }
+      sink(b);
+      cells.clear();
+      genes.clear();
+      values.clear();
+    };
     std::uint64_t seen = 0;
     std::string_view line;
     while (in.next(line)) {
       if (line.empty() || line.starts_with('%')) continue;
-      if (seen == d.n_entries)
-        fail_at(in, "more entries than the " + std::to_string(d.n_entries) + " the size line declares");
-      const Entry e = parse_entry(in, line, d);
-      ++per_cell[e.cell + 1];
+      if (seen == d_.n_entries)
+        fail_at(in, "more entries than the " + std::to_string(d_.n_entries) + " the size line declares");
+      const Entry e = parse_entry(in, line, d_);
+      cells.push_back(static_cast<std::int64_t>(e.cell));
+      if (with_values) {
+        genes.push_back(static_cast<std::int64_t>(e.gene));
+        values.push_back(e.value);
+      }
       ++seen;
+      if (cells.size() == kBlock) flush();
     }
-    if (seen != d.n_entries)
-      fail_at(in, "the size line declares " + std::to_string(d.n_entries) + " entries, the file holds " +
+    if (seen != d_.n_entries)
+      fail_at(in, "the size line declares " + std::to_string(d_.n_entries) + " entries, the file holds " +
                       std::to_string(seen));
-    for (std::uint64_t c = 0; c < d.n_cells; ++c) per_cell[c + 1] += per_cell[c];
-    ip = std::move(per_cell);
-    return ip;
+    if (!cells.empty()) flush();
   }
 
-  // Pass 2: the entries of cells [lo, hi) of directory f scattered into cell-major order.
-  void load_band(std::size_t f, std::uint64_t lo, std::uint64_t hi) {
-    const auto& ip = counts(f);
-    const MtxDirectory& d = dirs[f];
-    const auto base = ip[lo];
-    const auto n = static_cast<std::size_t>(ip[hi] - base);
-    band_indices.assign(n, 0);
-    band_values.assign(n, 0);
-    std::vector<std::int64_t> cursor(ip.begin() + static_cast<std::ptrdiff_t>(lo),
-                                     ip.begin() + static_cast<std::ptrdiff_t>(hi));
-    LineReader in(d.matrix_file);
-    MtxDirectory header;
-    read_matrix_header(in, header);
-    ++passes;
-    std::string_view line;
-    while (in.next(line)) {
-      if (line.empty() || line.starts_with('%')) continue;
-      const Entry e = parse_entry(in, line, d);
-      if (e.cell < lo || e.cell >= hi) continue;
-      auto& at = cursor[e.cell - lo];
-      if (at >= ip[e.cell + 1]) fail_at(in, "the file changed while it was read");
-      band_indices[static_cast<std::size_t>(at - base)] = static_cast<std::int64_t>(e.gene);
-      band_values[static_cast<std::size_t>(at - base)] = e.value;
-      ++at;
-    }
-    for (std::uint64_t c = lo; c < hi; ++c)
-      if (cursor[c - lo] != ip[c + 1]) throw FormatError(d.matrix_file + ": the file changed while it was read", d.matrix_file);
-    band_dir = f;
-    band_lo = lo;
-    band_hi = hi;
-  }
+ private:
+  MtxDirectory d_;
+};
 
-  // Makes cells [lo, hi) of directory f resident; a new band extends by whole requests of
-  // `step` cells while it fits the budget.
-  void ensure(std::size_t f, std::uint64_t lo, std::uint64_t hi, std::uint64_t step) {
-    if (band_dir == f && lo >= band_lo && hi <= band_hi) return;
-    const auto& ip = counts(f);
-    const std::uint64_t budget = std::max<std::uint64_t>(1, options.memory_budget / 16);
-    std::uint64_t end = hi;
-    while (end < dirs[f].n_cells) {
-      const std::uint64_t next = std::min(dirs[f].n_cells, end + std::max<std::uint64_t>(1, step));
-      if (static_cast<std::uint64_t>(ip[next] - ip[lo]) > budget) break;
-      end = next;
-    }
-    band_indices.clear();
-    band_indices.shrink_to_fit();
-    band_values.clear();
-    band_values.shrink_to_fit();
-    load_band(f, lo, end);
-  }
+// What a matrix source needs of a directory (the tables can be large).
+MtxDirectory matrix_only(const MtxDirectory& d) {
+  MtxDirectory m;
+  m.path = d.path;
+  m.matrix_file = d.matrix_file;
+  m.features_file = d.features_file;
+  m.barcodes_file = d.barcodes_file;
+  m.field = d.field;
+  m.n_genes = d.n_genes;
+  m.n_cells = d.n_cells;
+  m.n_entries = d.n_entries;
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<TransposedCsrSource> open_mtx_matrix(const MtxDirectory& directory, MtxSourceOptions options) {
+  return std::make_unique<TransposedCsrSource>(std::make_unique<MtxEntries>(matrix_only(directory)),
+                                               TransposeOptions{.memory_budget = options.memory_budget});
+}
+
+struct MtxCsrSource::Impl {
+  std::vector<MtxDirectory> dirs;
+  std::vector<const TransposedCsrSource*> parts;
+  std::unique_ptr<ConcatCsrSource> cells;
 };
 
 MtxCsrSource::MtxCsrSource(std::vector<MtxDirectory> directories, MtxSourceOptions options)
     : impl_(std::make_unique<Impl>()) {
   if (directories.empty()) throw UsageError("no MatrixMarket directories");
-  for (std::size_t f = 1; f < directories.size(); ++f) {
-    const auto& a = directories[0].gene_ids;
-    const auto& b = directories[f].gene_ids;
-    if (a == b) continue;
-    std::size_t k = 0;
-    while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
-    const std::string detail =
-        k < a.size() && k < b.size()
-            ? "gene " + std::to_string(k) + " is '" + b[k] + "', expected '" + a[k] + "'"
-            : std::to_string(b.size()) + " genes, expected " + std::to_string(a.size());
-    throw FormatError(directories[f].features_file + ": gene identifiers differ from " + directories[0].features_file +
-                          " (" + detail + ")",
-                      directories[f].features_file);
-  }
-  impl_->options = options;
-  std::uint64_t total = 0;
+  for (std::size_t f = 1; f < directories.size(); ++f)
+    check_same_genes(directories[0].gene_ids, directories[0].features_file, directories[f].gene_ids,
+                     directories[f].features_file);
+  std::vector<std::unique_ptr<CsrBlockSource>> parts;
   for (const auto& d : directories) {
-    impl_->first_cell.push_back(total);
-    total += d.n_cells;
+    auto part = open_mtx_matrix(d, options);
+    impl_->parts.push_back(part.get());
+    parts.push_back(std::move(part));
   }
-  impl_->first_cell.push_back(total);
-  impl_->indptr.resize(directories.size());
+  impl_->cells = std::make_unique<ConcatCsrSource>(std::move(parts));
   impl_->dirs = std::move(directories);
 }
 
 MtxCsrSource::~MtxCsrSource() = default;
 
-std::uint64_t MtxCsrSource::n_cells() const { return impl_->first_cell.back(); }
-std::uint64_t MtxCsrSource::n_genes() const { return impl_->dirs[0].n_genes; }
+std::uint64_t MtxCsrSource::n_cells() const { return impl_->cells->n_cells(); }
+std::uint64_t MtxCsrSource::n_genes() const { return impl_->cells->n_genes(); }
 const std::vector<MtxDirectory>& MtxCsrSource::directories() const { return impl_->dirs; }
-std::uint64_t MtxCsrSource::matrix_passes() const { return impl_->passes; }
+void MtxCsrSource::release() { impl_->cells->release(); }
+std::string MtxCsrSource::locate(std::uint64_t row) const { return impl_->cells->locate(row); }
 
-void MtxCsrSource::read_rows(std::uint64_t first, std::uint64_t count, CsrBlock& out) {
-  Impl& m = *impl_;
-  if (count > n_cells() || first > n_cells() - count)
-    throw UsageError("rows " + std::to_string(first) + ".." + std::to_string(first + count) + " outside 0.." +
-                     std::to_string(n_cells()));
-  out.indptr.assign(1, 0);
-  out.indices.clear();
-  std::vector<std::int64_t> values;
-  if (auto* v = std::get_if<std::vector<std::int64_t>>(&out.values)) values.swap(*v);
-  values.clear();
-  std::uint64_t row = first;
-  const std::uint64_t end = first + count;
-  while (row < end) {
-    // The directory holding `row` (directories with no cells are skipped).
-    const auto it = std::upper_bound(m.first_cell.begin(), m.first_cell.end(), row);
-    const auto f = static_cast<std::size_t>(it - m.first_cell.begin() - 1);
-    const std::uint64_t lo = row - m.first_cell[f];
-    const std::uint64_t hi = std::min(end, m.first_cell[f + 1]) - m.first_cell[f];
-    m.ensure(f, lo, hi, count);
-    const auto& ip = m.indptr[f];
-    const auto base = ip[m.band_lo];
-    const auto a = static_cast<std::size_t>(ip[lo] - base);
-    const auto b = static_cast<std::size_t>(ip[hi] - base);
-    out.indices.insert(out.indices.end(), m.band_indices.begin() + static_cast<std::ptrdiff_t>(a),
-                       m.band_indices.begin() + static_cast<std::ptrdiff_t>(b));
-    values.insert(values.end(), m.band_values.begin() + static_cast<std::ptrdiff_t>(a),
-                  m.band_values.begin() + static_cast<std::ptrdiff_t>(b));
-    const std::int64_t offset = out.indptr.back() - ip[lo];
-    for (std::uint64_t c = lo; c < hi; ++c) out.indptr.push_back(ip[c + 1] + offset);
-    row = m.first_cell[f] + hi;
-  }
-  out.values = std::move(values);
+std::uint64_t MtxCsrSource::matrix_passes() const {
+  std::uint64_t n = 0;
+  for (const auto* p : impl_->parts) n += p->passes();
+  return n;
 }
 
-std::vector<std::string> make_names_unique(const std::vector<std::string>& names) {
-  std::unordered_set<std::string> present(names.begin(), names.end());
-  if (present.size() == names.size()) return names;
-  std::vector<std::string> out = names;
-  std::unordered_set<std::string> seen;
-  std::unordered_map<std::string, std::uint64_t> counter;
-  for (auto& name : out) {
-    if (seen.insert(name).second) continue;  // the first occurrence keeps its name
-    for (;;) {
-      const std::string candidate = name + "-" + std::to_string(++counter[name]);
-      if (present.insert(candidate).second) {
-        name = candidate;
-        break;
-      }
-    }
-  }
-  return out;
+void MtxCsrSource::read_rows(std::uint64_t first, std::uint64_t count, CsrBlock& out) {
+  impl_->cells->read_rows(first, count, out);
 }
 
 }  // namespace tessera::cells

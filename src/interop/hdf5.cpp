@@ -5,7 +5,8 @@
 // boxes of a dataset with hyperslab selections.
 //
 // libhdf5 as Debian builds it is thread-safe (one global lock), so reads from several threads are
-// correct but take turns inside the library. Its automatic error printing is switched off on every
+// correct but take turns inside the library; a read of exactly one deflate/shuffle chunk therefore
+// goes through hdf5_chunk (stored bytes under the lock, decoding outside it). Its automatic error printing is switched off on every
 // thread that calls in (library code never prints); failures become FormatError/IoError carrying
 // the innermost messages of HDF5's error stack.
 #include <hdf5.h>
@@ -16,6 +17,8 @@
 #include <sstream>
 #include <utility>
 
+#include "hdf5_chunk.hpp"
+#include "hdf5_handle.hpp"
 #include "import_metadata.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
@@ -29,196 +32,18 @@ static_assert(H5_VERSION_GE(1, 10, 3) && !H5_VERSION_GE(1, 12, 0),
 namespace tessera::interop {
 namespace {
 
-// Owns one HDF5 identifier.
-class Hid {
- public:
-  using Closer = herr_t (*)(hid_t);
-  Hid() = default;
-  Hid(hid_t id, Closer close) : id_(id), close_(close) {}
-  ~Hid() { reset(); }
-  Hid(Hid&& other) noexcept : id_(std::exchange(other.id_, -1)), close_(other.close_) {}
-  Hid& operator=(Hid&& other) noexcept {
-    if (this != &other) {
-      reset();
-      id_ = std::exchange(other.id_, -1);
-      close_ = other.close_;
-    }
-    return *this;
-  }
-  Hid(const Hid&) = delete;
-  Hid& operator=(const Hid&) = delete;
-  hid_t get() const noexcept { return id_; }
-  bool valid() const noexcept { return id_ >= 0; }
-
- private:
-  void reset() noexcept {
-    if (id_ >= 0 && close_ != nullptr) close_(id_);
-    id_ = -1;
-  }
-  hid_t id_ = -1;
-  Closer close_ = nullptr;
-};
-
-// Threadsafe builds keep the error stack and its auto-print setting per thread.
-void quiet() {
-  thread_local bool silenced = false;
-  if (!silenced) {
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    silenced = true;
-  }
-}
-
-// The two innermost descriptions of the current error stack (then cleared).
-std::string last_error() {
-  std::string out;
-  H5Ewalk2(
-      H5E_DEFAULT, H5E_WALK_DOWNWARD,
-      [](unsigned n, const H5E_error2_t* e, void* data) -> herr_t {
-        auto* text = static_cast<std::string*>(data);
-        if (e->desc != nullptr && *e->desc != '\0') {
-          if (!text->empty()) text->append("; ");
-          const std::string_view desc(e->desc);
-          text->append(desc.substr(0, desc.find('\n')));  // details (times, flags) follow on later lines
-        }
-        return n >= 1 ? 1 : 0;
-      },
-      &out);
-  H5Eclear2(H5E_DEFAULT);
-  return out.empty() ? std::string("unknown HDF5 error") : out;
-}
-
-[[noreturn]] void fail(const std::string& path, const std::string& object, const std::string& what) {
-  std::string message = path + ": ";
-  if (!object.empty()) message += "dataset \"" + object + "\": ";
-  throw FormatError(message + what + ": " + last_error(), path, object.empty() ? "HDF5" : object);
-}
-
-std::vector<hsize_t> to_hsize(std::span<const std::uint64_t> v) { return {v.begin(), v.end()}; }
-
-// The element type a dataset (or attribute) is read as, and the memory type that reads it.
-struct ElementType {
-  DType stored;
-  Hid memory;
-};
-
-bool is_ieee_half(hid_t type) {
-  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
-  return H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) >= 0 && spos == 15 && epos == 10 && esize == 5 &&
-         mpos == 0 && msize == 10;
-}
-
-// h5py's bool: an enum over a 1-byte integer with exactly {FALSE: 0, TRUE: 1}.
-bool is_h5py_bool(hid_t type) {
-  Hid base(H5Tget_super(type), H5Tclose);
-  if (!base.valid() || H5Tget_class(base.get()) != H5T_INTEGER || H5Tget_size(base.get()) != 1) return false;
-  if (H5Tget_nmembers(type) != 2) return false;
-  for (unsigned i = 0; i < 2; ++i) {
-    char* name = H5Tget_member_name(type, i);
-    if (name == nullptr) return false;
-    const std::string member(name);
-    H5free_memory(name);
-    signed char value = -1;
-    if (H5Tget_member_value(type, i, &value) < 0) return false;
-    if (!((member == "FALSE" && value == 0) || (member == "TRUE" && value == 1))) return false;
-  }
-  return true;
-}
-
-Hid copy_type(hid_t predefined) { return Hid(H5Tcopy(predefined), H5Tclose); }
-
-std::optional<ElementType> classify(hid_t type) {
-  const std::size_t size = H5Tget_size(type);
-  switch (H5Tget_class(type)) {
-    case H5T_INTEGER: {
-      const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
-      switch (size) {
-        case 1: return ElementType{is_signed ? DType::I8 : DType::U8, copy_type(is_signed ? H5T_NATIVE_INT8 : H5T_NATIVE_UINT8)};
-        case 2: return ElementType{is_signed ? DType::I16 : DType::U16, copy_type(is_signed ? H5T_NATIVE_INT16 : H5T_NATIVE_UINT16)};
-        case 4: return ElementType{is_signed ? DType::I32 : DType::U32, copy_type(is_signed ? H5T_NATIVE_INT32 : H5T_NATIVE_UINT32)};
-        case 8: return ElementType{is_signed ? DType::I64 : DType::U64, copy_type(is_signed ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64)};
-        default: return std::nullopt;
-      }
-    }
-    case H5T_FLOAT:
-      if (size == 4) return ElementType{DType::F32, copy_type(H5T_NATIVE_FLOAT)};
-      if (size == 8) return ElementType{DType::F64, copy_type(H5T_NATIVE_DOUBLE)};
-      if (size == 2 && is_ieee_half(type)) {
-        // Read the bit patterns as they are, only byte-swapped to little-endian if needed.
-        Hid memory(H5Tcopy(type), H5Tclose);
-        if (!memory.valid() || H5Tset_order(memory.get(), H5T_ORDER_LE) < 0) return std::nullopt;
-        return ElementType{DType::F16, std::move(memory)};
-      }
-      return std::nullopt;
-    case H5T_ENUM:
-      if (is_h5py_bool(type)) {
-        Hid memory(H5Tget_native_type(type, H5T_DIR_ASCEND), H5Tclose);
-        if (!memory.valid()) return std::nullopt;
-        return ElementType{DType::Bool, std::move(memory)};
-      }
-      return std::nullopt;
-    default: return std::nullopt;
-  }
-}
-
-// ---- attributes ----------------------------------------------------------------------------
-
-std::vector<std::string> attribute_names(hid_t object) {
-  std::vector<std::string> names;
-  hsize_t idx = 0;
-  H5Aiterate2(
-      object, H5_INDEX_NAME, H5_ITER_INC, &idx,
-      [](hid_t, const char* name, const H5A_info_t*, void* data) -> herr_t {
-        static_cast<std::vector<std::string>*>(data)->emplace_back(name);
-        return 0;
-      },
-      &names);
-  H5Eclear2(H5E_DEFAULT);
-  return names;
-}
-
-struct Attribute {
-  Hid attr, type, space;
-  hssize_t points = 0;
-};
-
-std::optional<Attribute> open_attribute(hid_t object, const std::string& name) {
-  if (H5Aexists(object, name.c_str()) <= 0) {
-    H5Eclear2(H5E_DEFAULT);
-    return std::nullopt;
-  }
-  Attribute a;
-  a.attr = Hid(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose);
-  if (!a.attr.valid()) return std::nullopt;
-  a.type = Hid(H5Aget_type(a.attr.get()), H5Tclose);
-  a.space = Hid(H5Aget_space(a.attr.get()), H5Sclose);
-  if (!a.type.valid() || !a.space.valid()) return std::nullopt;
-  a.points = H5Sget_simple_extent_npoints(a.space.get());
-  if (a.points < 1) return std::nullopt;
-  return a;
-}
-
-// The first element of a string attribute (variable- or fixed-length).
-std::optional<std::string> string_value(const Attribute& a) {
-  const auto points = static_cast<std::size_t>(a.points);
-  if (H5Tis_variable_str(a.type.get()) > 0) {
-    Hid memory(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(memory.get(), H5T_VARIABLE);
-    H5Tset_cset(memory.get(), H5Tget_cset(a.type.get()));
-    std::vector<char*> strings(points, nullptr);
-    if (H5Aread(a.attr.get(), memory.get(), strings.data()) < 0) return std::nullopt;
-    std::string first = strings[0] != nullptr ? std::string(strings[0]) : std::string();
-    H5Dvlen_reclaim(memory.get(), a.space.get(), H5P_DEFAULT, strings.data());
-    return first;
-  }
-  const std::size_t size = H5Tget_size(a.type.get());
-  if (size == 0) return std::nullopt;
-  std::vector<char> buffer(checked_size(checked_mul(size, points, "attribute size")));
-  if (H5Aread(a.attr.get(), a.type.get(), buffer.data()) < 0) return std::nullopt;
-  std::string first(buffer.data(), strnlen(buffer.data(), size));
-  if (H5Tget_strpad(a.type.get()) == H5T_STR_SPACEPAD)
-    while (!first.empty() && first.back() == ' ') first.pop_back();
-  return first;
-}
+using h5::Attribute;
+using h5::attribute_names;
+using h5::classify;
+using h5::ElementType;
+using h5::fail;
+using h5::Hid;
+using h5::is_h5py_bool;
+using h5::last_error;
+using h5::open_attribute;
+using h5::quiet;
+using h5::string_value;
+using h5::to_hsize;
 
 // An attribute's value as footer text, or nullopt for types that are not imported.
 std::optional<std::string> attribute_text(hid_t object, const std::string& name) {
@@ -286,6 +111,7 @@ std::optional<Number> attribute_number(hid_t object, const std::string& name) {
 struct OpenDataset {
   Hid dataset;
   Hid memory_type;
+  std::optional<h5::DirectChunks> direct;  // whole-chunk reads that bypass libhdf5's filters
 };
 
 class Hdf5Source final : public ArraySource {
@@ -308,6 +134,8 @@ class Hdf5Source final : public ArraySource {
             std::span<std::byte> out) const override {
     quiet();
     const OpenDataset& ds = open_[index];
+    if (ds.direct && ds.direct->is_chunk(origin, extent) && ds.direct->read(ds.dataset.get(), origin, extent, out))
+      return;
     const auto start = to_hsize(origin);
     const auto count = to_hsize(extent);
     Hid file_space(H5Dget_space(ds.dataset.get()), H5Sclose);
@@ -394,7 +222,8 @@ class Hdf5Source final : public ArraySource {
     }
     if (const auto list = attribute_text(ds, "coordinates")) add_coordinates(*list, array.metadata);
     arrays_.push_back(std::move(array));
-    open_.push_back({std::move(dataset), std::move(element->memory)});
+    auto direct = h5::DirectChunks::plan(dataset.get(), element->memory.get(), arrays_.back().shape);
+    open_.push_back({std::move(dataset), std::move(element->memory), std::move(direct)});
   }
 
   // CF `coordinates = "time lat lon"`: each name resolved as `coordinates/{name}`, else `{name}`

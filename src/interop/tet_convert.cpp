@@ -1,34 +1,39 @@
 // `tessera tet convert` (spec tet.md §6.6): plans one raw `.tet` dataset per source array and
-// streams them through TetWriter one chunk row at a time. The tiles of a row are read by up to
-// `jobs` workers (a oneTBB arena), converted to `.tet` element types and scattered into the row's
-// slab, so memory stays at one chunk row plus one tile per worker. A row that is a single tile
-// (unchunked sources, CF-packed variables) is read as blocks of rows instead, so those reads run
-// in parallel too. The footer carries the `convert` history row, `metadata.file` and the
-// imported attrs, dimension names and labels; TetWriter commits the file atomically.
+// streams its tiles, in index order, through TetWriter::append_raw_tiles in bounded units
+// (tile_pieces: whole source chunks, or slabs of a whole-array tile that is not one). The pieces
+// of a unit are read by up to `jobs` threads of a oneTBB arena straight into the unit's buffer,
+// converted to `.tet` element types on the way; the unit is then written while the next one is
+// read. Memory stays at two units (64 MiB each by default, at least one source chunk) plus one
+// piece of stored elements per thread, however large a single tile is. The footer carries the
+// `convert` history row, `metadata.file` and the imported attrs, dimension names and labels;
+// TetWriter commits the file atomically.
 #include "tessera/interop/tet_convert.hpp"
 
 #include <tbb/enumerable_thread_specific.h>
-#include <tbb/parallel_for.h>
 #include <tbb/info.h>
+#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdlib>
+#include <memory>
 
 #include "convert_values.hpp"
-#include "nd_copy.hpp"
 #include "tessera/codec/json.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/tet/writer.hpp"
 #include "tessera/version.hpp"
+#include "tile_pieces.hpp"
 
 namespace tessera::interop {
 namespace {
 
-// A single-tile row is read in blocks of about this many bytes (whole source chunks along axis 0
-// when the source is chunked, so no chunk is decoded twice).
-constexpr std::uint64_t kBlockBytes = std::uint64_t{8} << 20;
+// A tile that is not a source chunk is read in pieces of about this many bytes, in parallel.
+constexpr std::uint64_t kPieceBytes = std::uint64_t{8} << 20;
 
 std::string unix_seconds_now() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -56,118 +61,130 @@ tet::DatasetMetadata dataset_metadata(const SourceArray& array) {
 
 bool empty_metadata(const tet::DatasetMetadata& md) { return md.attrs.empty() && !md.dim_names && md.coords.empty(); }
 
-struct Geometry {
-  std::vector<std::uint64_t> shape, chunk;
-  std::uint64_t rows = 0;       // chunk rows (grid extent along axis 0)
-  std::uint64_t row_tiles = 1;  // tiles per chunk row
-};
-
-Geometry geometry_of(const SourceArray& array, const ConvertPlan& plan) {
-  Geometry g{array.shape, plan.chunk_shape};
-  g.rows = (g.shape[0] + g.chunk[0] - 1) / g.chunk[0];
-  for (std::size_t d = 1; d < g.shape.size(); ++d) g.row_tiles *= (g.shape[d] + g.chunk[d] - 1) / g.chunk[d];
-  return g;
+// The bound on one unit of output (a group of tiles or a part of one tile): the option, else the
+// environment variable when it is a positive decimal number, else the default.
+std::uint64_t resolve_unit_bytes(std::uint64_t requested) {
+  if (requested != 0) return requested;
+  if (const char* env = std::getenv("TESSERA_TET_CONVERT_UNIT_BYTES"); env != nullptr && *env >= '0' && *env <= '9') {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (*end == '\0' && v > 0) return v;
+  }
+  return kDefaultConvertUnitBytes;
 }
 
-class RowReader {
+// Reads the pieces of units into buffers, in parallel on the arena's threads, converting
+// elements to the `.tet` type on the way.
+class UnitReader {
  public:
-  RowReader(const ArraySource& source, std::size_t index, const ConvertPlan& plan, tbb::task_arena& arena)
+  UnitReader(const ArraySource& source, std::size_t index, DType target)
       : source_(source),
         index_(index),
         array_(source.arrays()[index]),
-        g_(geometry_of(array_, plan)),
         stored_size_(dtype_size(array_.stored)),
-        target_size_(dtype_size(plan.dtype)),
-        arena_(arena) {}
+        target_size_(dtype_size(target)),
+        convert_(detail::needs_conversion(array_)) {}
 
-  const Geometry& geometry() const noexcept { return g_; }
-
-  // Fills `slab` with chunk row `row` (logical row-major, `.tet` element type).
-  void read_row(std::uint64_t row, std::span<std::byte> slab) {
-    const std::size_t nd = g_.shape.size();
-    std::vector<std::uint64_t> slab_shape = g_.shape;
-    const std::uint64_t first = row * g_.chunk[0];
-    slab_shape[0] = std::min(g_.chunk[0], g_.shape[0] - first);
-    if (g_.row_tiles == 1) {
-      read_blocks(first, slab_shape, slab);
-      return;
-    }
-    arena_.execute([&] {
-      tbb::parallel_for(std::uint64_t{0}, g_.row_tiles, [&](std::uint64_t t) {
-        std::vector<std::uint64_t> origin(nd), extent(nd), in_slab(nd, 0);
-        origin[0] = first;
-        extent[0] = slab_shape[0];
-        for (std::size_t d = nd; d-- > 1;) {
-          const std::uint64_t grid = (g_.shape[d] + g_.chunk[d] - 1) / g_.chunk[d];
-          const std::uint64_t c = t % grid;
-          t /= grid;
-          origin[d] = in_slab[d] = c * g_.chunk[d];
-          extent[d] = std::min(g_.chunk[d], g_.shape[d] - origin[d]);
-        }
-        std::uint64_t count = 1;
-        for (const auto e : extent) count *= e;
-        auto& [stored, converted] = scratch_.local();
-        stored.resize(checked_size(count * stored_size_));
-        source_.read(index_, origin, extent, stored);
-        const std::byte* tile = stored.data();
-        if (needs_conversion()) {
-          converted.resize(checked_size(count * target_size_));
-          detail::convert_values(array_, source_.path(), stored, converted);
-          tile = converted.data();
-        }
-        detail::copy_box(tile, extent, std::vector<std::uint64_t>(nd, 0), slab.data(), slab_shape, in_slab, extent,
-                         target_size_);
-      });
+  void read(const detail::Unit& unit, std::span<std::byte> buffer) {
+    const std::size_t nd = array_.shape.size();
+    tbb::parallel_for(std::size_t{0}, unit.pieces.size(), [&](std::size_t i) {
+      const detail::Piece& p = unit.pieces[i];
+      const std::span<const std::uint64_t> origin{p.origin.data(), nd}, extent{p.extent.data(), nd};
+      const std::span<std::byte> dst = buffer.subspan(checked_size(p.offset), checked_size(p.elements * target_size_));
+      if (!convert_) {
+        source_.read(index_, origin, extent, dst);  // straight into place
+        return;
+      }
+      std::vector<std::byte>& stored = scratch_.local();
+      stored.resize(checked_size(p.elements * stored_size_));
+      source_.read(index_, origin, extent, stored);
+      detail::convert_values(array_, source_.path(), stored, dst);
     });
   }
 
  private:
-  bool needs_conversion() const { return detail::needs_conversion(array_); }
-
-  // The row is one tile spanning the trailing axes: read it as blocks of whole rows along axis 0,
-  // in parallel, straight into the slab when no conversion is needed.
-  void read_blocks(std::uint64_t first, const std::vector<std::uint64_t>& slab_shape, std::span<std::byte> slab) {
-    const std::uint64_t row_elements = g_.shape.size() == 1 ? 1 : [&] {
-      std::uint64_t n = 1;
-      for (std::size_t d = 1; d < g_.shape.size(); ++d) n *= g_.shape[d];
-      return n;
-    }();
-    const std::uint64_t row_bytes = std::max<std::uint64_t>(1, row_elements * stored_size_);
-    std::uint64_t block = std::max<std::uint64_t>(1, kBlockBytes / row_bytes);
-    if (!array_.chunk_shape.empty() && array_.chunk_shape[0] > 0) {
-      const std::uint64_t c0 = array_.chunk_shape[0];
-      block = std::max<std::uint64_t>(c0, block / c0 * c0);  // whole source chunks along axis 0
-    }
-    const std::uint64_t blocks = (slab_shape[0] + block - 1) / block;
-    arena_.execute([&] {
-      tbb::parallel_for(std::uint64_t{0}, blocks, [&](std::uint64_t b) {
-        std::vector<std::uint64_t> origin(g_.shape.size(), 0), extent = slab_shape;
-        origin[0] = first + b * block;
-        extent[0] = std::min(block, slab_shape[0] - b * block);
-        const std::uint64_t count = extent[0] * row_elements;
-        std::span<std::byte> dst = slab.subspan(checked_size(b * block * row_elements * target_size_),
-                                                checked_size(count * target_size_));
-        if (!needs_conversion()) {
-          source_.read(index_, origin, extent, dst);
-          return;
-        }
-        auto& stored = scratch_.local().first;
-        stored.resize(checked_size(count * stored_size_));
-        source_.read(index_, origin, extent, stored);
-        detail::convert_values(array_, source_.path(), stored, dst);
-      });
-    });
-  }
-
   const ArraySource& source_;
   std::size_t index_;
   const SourceArray& array_;
-  Geometry g_;
   std::size_t stored_size_, target_size_;
-  tbb::task_arena& arena_;
-  // Per-worker buffers (stored elements, converted elements), freed with the reader.
-  tbb::enumerable_thread_specific<std::pair<std::vector<std::byte>, std::vector<std::byte>>> scratch_;
+  bool convert_;
+  tbb::enumerable_thread_specific<std::vector<std::byte>> scratch_;  // stored elements, per worker
 };
+
+// A buffer that grows without zero-filling (every byte is read into before it is written out).
+class UnitBuffer {
+ public:
+  std::span<std::byte> resize(std::uint64_t n) {
+    const std::size_t size = checked_size(n);
+    if (size > capacity_) {
+      data_.reset();
+      data_.reset(new std::byte[size]);
+      capacity_ = size;
+    }
+    return {data_.get(), size};
+  }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  std::size_t capacity_ = 0;
+};
+
+// Every dataset's units in order: unit k is read (its pieces in parallel) while unit k − 1 is
+// being written, so reading and writing overlap; at most two units are held.
+void stream_datasets(const ArraySource& source, const std::vector<ConvertPlan>& plans, tet::TetWriter& writer,
+                     const ConvertOptions& options) {
+  const auto& arrays = source.arrays();
+  const std::uint64_t unit_bytes = resolve_unit_bytes(options.unit_bytes);
+  const std::uint64_t piece_bytes = std::min(kPieceBytes, unit_bytes);
+  struct Slot {
+    UnitBuffer buffer;
+    std::span<std::byte> bytes;
+    detail::Unit unit;
+    std::uint32_t id = 0;
+  };
+  std::array<Slot, 2> slots;
+  ConvertProgress progress{0, writer.chunk_count(), {}};
+  tbb::task_arena arena(resolve_jobs(options.jobs));
+  arena.execute([&] {
+    tbb::task_group writing;
+    const Slot* pending = nullptr;  // the unit being written
+    auto finish_pending = [&] {
+      writing.wait();
+      if (pending == nullptr) return;
+      progress.chunks_done += pending->unit.tiles_completed;
+      progress.dataset = arrays[pending->id].name;
+      pending = nullptr;
+      if (options.progress) options.progress(progress);
+    };
+    try {
+      std::size_t k = 0;
+      for (std::size_t i = 0; i < arrays.size(); ++i) {
+        const DType target = plans[i].dtype;
+        UnitReader reader(source, i, target);
+        detail::TilePieces pieces(arrays[i], plans[i].chunk_shape,
+                                  std::max(dtype_size(arrays[i].stored), dtype_size(target)), dtype_size(target),
+                                  unit_bytes, piece_bytes);
+        for (;; ++k) {
+          Slot& slot = slots[k % 2];  // never the pending one
+          if (!pieces.next(slot.unit)) break;
+          slot.id = static_cast<std::uint32_t>(i);
+          slot.bytes = slot.buffer.resize(slot.unit.bytes);
+          reader.read(slot.unit, slot.bytes);
+          finish_pending();
+          pending = &slot;
+          writing.run([&writer, &slot] { writer.append_raw_tiles(slot.id, slot.bytes); });
+        }
+      }
+      finish_pending();
+    } catch (...) {
+      try {
+        writing.wait();  // the write in flight still uses its slot
+      } catch (...) {
+      }
+      throw;
+    }
+  });
+}
 
 }  // namespace
 
@@ -216,28 +233,12 @@ ConvertReport convert_to_tet(const ArraySource& source, InputFormat format, cons
 
   tet::TetWriter writer(output, std::move(writer_options));
   std::vector<ConvertPlan> plans;
-  std::uint64_t chunks_total = 0;
   for (const SourceArray& array : arrays) {
     plans.push_back(plan_dataset(array));
     writer.add_dataset({array.name, plans.back().dtype, array.shape, plans.back().chunk_shape, tet::Codec::Raw, 3});
   }
-  chunks_total = writer.chunk_count();
 
-  tbb::task_arena arena(resolve_jobs(options.jobs));
-  ConvertProgress progress{0, chunks_total, {}};
-  std::vector<std::byte> slab;
-  for (std::size_t i = 0; i < arrays.size(); ++i) {
-    const auto id = static_cast<std::uint32_t>(i);
-    RowReader reader(source, i, plans[i], arena);
-    progress.dataset = arrays[i].name;
-    for (std::uint64_t row = 0; row < reader.geometry().rows; ++row) {
-      slab.resize(checked_size(writer.chunk_row_bytes(id, row)));
-      reader.read_row(row, slab);
-      writer.write_chunk_row(id, row, slab);
-      progress.chunks_done += reader.geometry().row_tiles;
-      if (options.progress) options.progress(progress);
-    }
-  }
+  stream_datasets(source, plans, writer, options);
   writer.commit();
 
   ConvertReport report;

@@ -2,6 +2,8 @@
 // walk that finds the arrays of a leaf or column, and verification against a recorded set.
 #include "tessera/ragged/content_hash.hpp"
 
+#include <oneapi/tbb/parallel_for.h>
+
 #include <algorithm>
 
 #include "tessera/codec/checksum.hpp"
@@ -18,13 +20,15 @@ using codec::json::Json;
 namespace {
 
 void hash_vlen_cells(codec::Sha256& sha, const zarr::VlenChunk& chunk, std::uint64_t count) {
+  // Gathered into one buffer per chunk: a leaf has millions of mostly empty cells, and one
+  // digest update per length prefix cost more than the hashing itself.
+  std::vector<std::byte> buffer;
   for (std::uint64_t i = 0; i < count; ++i) {
     const auto cell = chunk[i];
-    std::byte len[8];
-    store_le<std::uint64_t>(len, cell.size());
-    sha.update(len);
-    sha.update(cell);
+    append_le<std::uint64_t>(buffer, cell.size());
+    buffer.insert(buffer.end(), cell.begin(), cell.end());
   }
+  sha.update(buffer);
 }
 
 }  // namespace
@@ -85,12 +89,15 @@ std::string combined_hash(const std::map<std::string, std::string>& arrays) {
 ContentHashes hash_tree(const io::Store& store, std::string_view root) {
   const std::string prefix(root);
   ContentHashes out;
-  // Arrays reachable from the root through groups; the root itself is never one of them.
-  for (const zarr::Node& node : zarr::walk_nodes(store, prefix)) {
-    if (!node.is_array || node.path == prefix) continue;
-    const std::string rel = prefix.empty() ? node.path : node.path.substr(prefix.size() + 1);
-    out.arrays[rel] = hash_array(zarr::Array::open(store, node.path));
-  }
+  // Arrays reachable from the root through groups; the root itself is never one of them. Each
+  // array is hashed on its own, so they are hashed in parallel (within the caller's arena).
+  std::vector<std::string> paths;
+  for (const zarr::Node& node : zarr::walk_nodes(store, prefix))
+    if (node.is_array && node.path != prefix) paths.push_back(node.path);
+  std::vector<std::string> digests(paths.size());
+  tbb::parallel_for(std::size_t{0}, paths.size(), [&](std::size_t i) { digests[i] = hash_array(zarr::Array::open(store, paths[i])); });
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    out.arrays[prefix.empty() ? paths[i] : paths[i].substr(prefix.size() + 1)] = digests[i];
   out.combined = combined_hash(out.arrays);
   return out;
 }

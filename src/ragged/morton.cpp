@@ -110,9 +110,27 @@ std::uint64_t from_nested(std::uint64_t id, int order) {
   if (order < 0 || order > kMaxOrder) throw UsageError("morton: order " + std::to_string(order) + " outside 0..29");
   if ((id >> (2 * order)) >= static_cast<std::uint64_t>(kBaseCells))
     throw UsageError("morton: NESTED id " + std::to_string(id) + " is outside the sphere at order " + std::to_string(order));
-  int tuples[kMaxOrder];
-  for (int n = order; n >= 1; --n) tuples[n - 1] = static_cast<int>((id >> (2 * (order - n))) & 3);
-  return pack_area(static_cast<int>(id >> (2 * order)), std::span<const int>(tuples, static_cast<std::size_t>(order)));
+  // Bit arithmetic rather than pack_area: writers call this once per cell of a leaf. Tuple n sits
+  // at id bits 2(order − n) and belongs at word bit 60 − 2n, so tuples 1..27 move up by
+  // 60 − 2·order bits; orders 28 and 29 keep tuples 28/29 in the suffix instead.
+  const std::uint64_t base = id >> (2 * order);
+  const std::uint64_t tail = id & (pow4(order) - 1);
+  const std::uint64_t prefix = (base + 1) << 60;
+  if (order <= kBodyTuples) return prefix | (tail << (60 - 2 * order)) | static_cast<std::uint64_t>(order);
+  const int below = order - kBodyTuples;  // 1 or 2 tuples after the body
+  const std::uint64_t body = (tail >> (2 * below)) << 6;
+  if (order == 28) return prefix | body | (28 + 5 * (tail & 3));
+  return prefix | body | (28 + 5 * ((tail >> 2) & 3) + (tail & 3) + 1);
+}
+
+std::uint64_t point_from_nested29(std::uint64_t id) {
+  if ((id >> 58) >= static_cast<std::uint64_t>(kBaseCells))
+    throw UsageError("morton: NESTED id " + std::to_string(id) + " is outside the sphere at order 29");
+  // Tuple n of the id sits at bits 2(29 − n)..2(29 − n) + 1; the body wants tuple n at
+  // 60 − 2n, so tuples 1..27 move up by two bits once the two low tuples are dropped.
+  const std::uint64_t body = ((id & ((std::uint64_t{1} << 58) - 1)) >> 4) << 6;
+  const std::uint64_t suffix = 48 + 4 * ((id >> 2) & 3) + (id & 3);
+  return (((id >> 58) + 1) << 60) | body | suffix;
 }
 
 std::string to_decimal(std::uint64_t w) {

@@ -126,7 +126,7 @@ void per_cell_sweep(const RaggedField& field, const zarr::Array& array, const Sw
   detail::MortonCache cache;
   const ResolvedSpan r = resolve_subtree(field.payload(), morton, options.subtree, options.warn, cache);
   if (r.skip) return;
-  detail::SweepRequest req{&array, &morton, r.span, options.threads, &cache};
+  detail::SweepRequest req{&array, &morton, r.span, options.threads, &cache, {}};
   detail::sweep(req, [&](detail::SweepBatch& batch) {
     for (const detail::PopulatedChunk& chunk : batch.chunks) {
       for (std::uint64_t rank = 0; rank < chunk.cells.size(); ++rank) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -16,10 +17,6 @@
 namespace tessera::ragged::detail {
 namespace {
 
-// Inner chunks decoded per batch: bounds the decoded bytes held at once on large shards while
-// giving every core several chunks.
-constexpr std::size_t kBatchChunks = 64;
-
 [[noreturn]] void axis_error(const std::string& path, const std::string& rule) {
   throw FormatError(path + ": cells axis: " + rule, path, "cells axis");
 }
@@ -31,6 +28,11 @@ std::vector<std::uint64_t> words_of(const std::vector<std::byte>& bytes) {
 }
 
 }  // namespace
+
+std::size_t batch_chunks(unsigned threads) {
+  const std::size_t cores = threads ? threads : static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+  return std::clamp<std::size_t>(4 * cores, 8, 64);
+}
 
 void parallel_for_each(unsigned threads, std::size_t n, const std::function<void(std::size_t)>& fn) {
   if (n == 0) return;
@@ -200,18 +202,25 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
       object_words = words_of(morton.read_box({{words_begin, words_end}}));
     }
 
-    for (std::uint64_t g = first_inner; g < end_inner; g += kBatchChunks) {
-      const std::uint64_t g_end = std::min(end_inner, g + kBatchChunks);
+    const std::size_t batch_size = batch_chunks(req.threads);
+    for (std::uint64_t g = first_inner; g < end_inner; g += batch_size) {
+      const std::uint64_t g_end = std::min<std::uint64_t>(end_inner, g + batch_size);
       SweepBatch batch;
       batch.begin = ospan[0].begin + g * chunk_cells;
       const std::uint64_t batch_end = std::min(ospan[0].end, ospan[0].begin + g_end * chunk_cells);
       batch.morton.assign(object_words.begin() + static_cast<std::ptrdiff_t>(batch.begin - words_begin),
                           object_words.begin() + static_cast<std::ptrdiff_t>(batch_end - words_begin));
+      // The morton words of the read chunk at `start` (shorter at the axis end).
+      const auto words_of_chunk = [&](std::uint64_t start) {
+        const std::uint64_t off = start - batch.begin;
+        return std::span<const std::uint64_t>(batch.morton).subspan(off, std::min(chunk_cells, batch.morton.size() - off));
+      };
 
       std::vector<std::optional<std::vector<std::byte>>> fetched(g_end - g);
       if (index)
         for (std::uint64_t i = g; i < g_end; ++i) fetched[i - g] = a.read_stored_chunk(*index, i);
       std::vector<std::optional<PopulatedChunk>> decoded(g_end - g);
+      std::vector<std::exception_ptr> deferred(g_end - g);
       parallel_for_each(req.threads, g_end - g, [&](std::size_t j) {
         const std::uint64_t inner = g + j;
         const std::uint64_t start = ospan[0].begin + inner * chunk_cells;
@@ -228,18 +237,24 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
         zarr::VlenChunk cells = stored ? stored->read_vlen_chunk(inner)
                                        : a.decode_vlen_chunk(bytes, zarr::ChunkRef{index->key(), true, inner});
         if (cells.all_empty()) return;
-        decoded[j].emplace(PopulatedChunk{start, 0, std::move(cells)});
+        decoded[j].emplace(PopulatedChunk{start, 0, j, std::move(cells)});
+        if (req.task) {
+          try {
+            req.task(*decoded[j], words_of_chunk(start));
+          } catch (...) {
+            deferred[j] = std::current_exception();
+          }
+        }
       });
       for (std::size_t j = 0; j < decoded.size(); ++j) {
         if (!decoded[j]) continue;
         PopulatedChunk& chunk = *decoded[j];
-        const std::uint64_t off = chunk.start - batch.begin;
-        const auto words = std::span<const std::uint64_t>(batch.morton).subspan(off, std::min(chunk_cells, batch.morton.size() - off));
         const std::string what = morton.path() + " read chunk at cell " + std::to_string(chunk.start);
-        const auto id = chunk_id_of(words, chunk_cells, what, &cell_order);
+        const auto id = chunk_id_of(words_of_chunk(chunk.start), chunk_cells, what, &cell_order);
         if (!id)
           throw FormatError(what + ": a populated chunk of " + a.path() + " has no written morton word (no chunk identity)",
                             morton.path(), "morton");
+        if (deferred[j]) std::rethrow_exception(deferred[j]);
         chunk.chunk_id = *id;
         batch.chunks.push_back(std::move(chunk));
       }

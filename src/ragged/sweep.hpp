@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace tessera::ragged::detail {
 struct PopulatedChunk {
   std::uint64_t start = 0;             // first cell index on the axis
   std::uint64_t chunk_id = 0;          // common ancestor of its morton words at the chunk order
+  std::size_t slot = 0;                // position in its batch (< batch_chunks), as a ChunkTask saw it
   zarr::VlenChunk cells;               // C cells
 };
 
@@ -54,13 +56,26 @@ CellSpan subtree_span(const CellsAxis& axis, std::uint64_t word);
 // Runs `fn(i)` for i in [0, n) on oneTBB (inside an arena of `threads` when nonzero).
 void parallel_for_each(unsigned threads, std::size_t n, const std::function<void(std::size_t)>& fn);
 
+// Work on one populated chunk that needs no other chunk (read_tensors' blocks of one read chunk).
+// It runs on the worker that decoded the chunk, right after decoding, while the chunk's bytes are
+// still in that core's cache. `words` are the chunk's morton words, not yet checked (chunk_id is
+// not set yet). Whatever it throws is held back and rethrown in axis order, after the checks of
+// the chunk's words, so a sweep reports the first failing chunk whatever the thread count.
+using ChunkTask = std::function<void(const PopulatedChunk& chunk, std::span<const std::uint64_t> words)>;
+
 struct SweepRequest {
   const zarr::Array* array = nullptr;   // the vlen array swept (payload or a sibling)
   const zarr::Array* morton = nullptr;
   std::optional<CellSpan> span;         // none: the whole store (listed)
   unsigned threads = 0;
   MortonCache* cache = nullptr;
+  ChunkTask task;                       // optional
 };
+
+// Inner chunks decoded per batch for `threads` (0: oneTBB's default): a few per core, so the
+// barrier at the end of a batch costs little, and few enough that a batch's decoded chunks (and
+// what a ChunkTask makes of them) stay in the last-level cache.
+std::size_t batch_chunks(unsigned threads);
 
 // Calls `consume` with batches in ascending order (batches of one object never overlap). Every
 // populated chunk's morton words must carry one chunk id at the chunk order (FormatError

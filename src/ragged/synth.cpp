@@ -10,6 +10,7 @@
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/hive.hpp"
+#include "tessera/ragged/leaf_meta.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/zarr/array_writer.hpp"
 #include "tessera/zarr/metadata.hpp"
@@ -30,59 +31,6 @@ struct Rng {
   }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
 };
-
-// A cells-axis array of the leaf: one shard spanning `cells`, inner chunks of `chunk_cells`.
-zarr::ArrayMeta leaf_array_meta(std::uint64_t cells, std::uint64_t chunk_cells, bool vlen) {
-  const Json zstd = {{"name", "zstd"}, {"configuration", {{"level", 3}, {"checksum", false}}}};
-  const Json inner = vlen ? Json::array({Json{{"name", "vlen-bytes"}, {"configuration", Json::object()}}, zstd})
-                          : Json::array({Json{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}, zstd});
-  const Json index_codecs =
-      Json::array({Json{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}, Json{{"name", "crc32c"}}});
-  const Json attributes =
-      vlen ? Json{{"ragged", {{"spec", "zagg-ragged/1"}, {"element", {{"dtype", "float32"}, {"shape", {-1, 2}}}}}}}
-           : Json::object();
-  const Json doc = {
-      {"shape", {cells}},
-      {"data_type", vlen ? "variable_length_bytes" : "uint64"},
-      {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", {cells}}}}}},
-      {"chunk_key_encoding", {{"name", "default"}, {"configuration", {{"separator", "/"}}}}},
-      {"fill_value", vlen ? Json("") : Json(0)},
-      {"codecs",
-       Json::array({Json{{"name", "sharding_indexed"},
-                         {"configuration",
-                          {{"chunk_shape", {chunk_cells}}, {"codecs", inner}, {"index_codecs", index_codecs},
-                           {"index_location", "end"}}}}})},
-      {"attributes", attributes},
-      {"dimension_names", {"cells"}},
-      {"zarr_format", 3},
-      {"node_type", "array"},
-      {"storage_transformers", Json::array()}};
-  const std::string text = doc.dump();
-  return zarr::decode_array(std::as_bytes(std::span(text)), "synthetic zarr.json");
-}
-
-// The DGGS convention attributes of spec §2.8 for a group of `order`.
-Json dggs_attributes(int order) {
-  return Json{{"zarr_conventions",
-               Json::array({Json{{"schema_url", "https://raw.githubusercontent.com/zarr-conventions/dggs/refs/tags/v1/schema.json"},
-                                 {"spec_url", "https://github.com/zarr-conventions/dggs/blob/v1/README.md"},
-                                 {"uuid", "7b255807-140c-42ca-97f6-7a1cfecdbc38"},
-                                 {"name", "dggs"},
-                                 {"description", "Discrete Global Grid Systems convention for zarr"}},
-                            Json{{"schema_url", "https://github.com/espg/mortie/blob/main/docs/specification.md#dggs-attrs"},
-                                 {"spec_url", "https://github.com/espg/mortie/blob/main/docs/specification.md"},
-                                 {"uuid", "3e22156d-ea9e-4e01-95fe-e3809a4b41e7"},
-                                 {"name", "morton-dggs"},
-                                 {"description", "Packed-u64 morton (HEALPix) DGGS convention"}}})},
-              {"dggs",
-               {{"name", "morton"},
-                {"refinement_level", order},
-                {"spatial_dimension", "cells"},
-                {"ellipsoid", {{"name", "WGS84"}, {"semimajor_axis", 6378137.0}, {"inverse_flattening", 298.257223563}}},
-                {"compression", "none"},
-                {"coordinate", "morton"},
-                {"latitude", "authalic-wgs84"}}}};
-}
 
 void check_options(const SynthLeafOptions& o) {
   if (!(0 <= o.shard_order && o.shard_order < o.chunk_order && o.chunk_order <= o.cell_order &&
@@ -122,7 +70,7 @@ SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
 
   const std::string group = report.leaf_key + "/" + std::to_string(o.cell_order);
   zarr::write_group(hive_root, report.leaf_key, {});
-  zarr::write_group(hive_root, group, {dggs_attributes(o.cell_order)});
+  zarr::write_group(hive_root, group, {leaf::dggs_attributes(o.cell_order, geo::Latitude::Authalic)});
 
   // Three round swaths where observations fall; the digest values follow a smooth field.
   Rng rng{o.seed};
@@ -163,7 +111,8 @@ SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
     report.centroids += k;
   }
   const std::vector<std::span<const std::byte>> views(payloads.begin(), payloads.end());
-  zarr::ArrayWriter digests(hive_root, group + "/" + o.field, leaf_array_meta(report.cells, chunk_cells, true));
+  const leaf::CellsAxis axis{report.cells, chunk_cells, true};
+  zarr::ArrayWriter digests(hive_root, group + "/" + o.field, leaf::ragged_array(axis, Json{{"ragged", leaf::ragged_block("float32", {2})}}));
   digests.write_metadata();
   digests.write_vlen_object({0}, views);
 
@@ -179,7 +128,7 @@ SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
       store_le<std::uint64_t>(words.data() + 8 * rank, morton::descendant(shard, depth, rank));
     }
   }
-  zarr::ArrayWriter morton_writer(hive_root, group + "/morton", leaf_array_meta(report.cells, chunk_cells, false));
+  zarr::ArrayWriter morton_writer(hive_root, group + "/morton", leaf::dense_array(axis, "uint64", Json(0)));
   morton_writer.write_metadata();
   morton_writer.write_dense_object({0}, words);
   return report;

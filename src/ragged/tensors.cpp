@@ -54,10 +54,18 @@ std::size_t item_size(TensorDType t) noexcept { return t == TensorDType::U16 ? 2
 
 namespace {
 
+// A block being assembled from the read chunks of several batches.
 struct PendingBlock {
   std::uint64_t start = 0;
   std::vector<std::uint64_t> morton;
   std::vector<detail::PopulatedChunk> chunks;
+};
+
+// The input of one block: its first cell, its words (all of them), its populated read chunks.
+struct BlockView {
+  std::uint64_t start = 0;
+  std::span<const std::uint64_t> morton;
+  std::span<const detail::PopulatedChunk> chunks;
 };
 
 struct Window {
@@ -127,50 +135,55 @@ void store_counts(std::span<const double> counts, std::byte* dst, const std::str
   }
 }
 
+// The tensor bytes computed before they are handed to the sink (at least two blocks per core).
+constexpr std::uint64_t kTensorBytesInFlight = std::uint64_t{128} << 20;
+
 struct BlockContext {
   const RaggedField* field;
   const TensorOptions* options;
   const Occupancy* occupancy;
   int block_depth;  // d_b
+  int chunk_depth;  // log4 C
 };
 
-TensorBlock compute_block(const BlockContext& ctx, PendingBlock& block, bool inner_parallel) {
+// Computes `block` into `out` (all but its id, see set_block_id), reusing whatever storage `out`
+// holds: a recycled block's tensor is overwritten cell by cell, never cleared whole.
+void compute_block(const BlockContext& ctx, const BlockView& block, bool inner_parallel, TensorBlock& out) {
   const TensorOptions& o = *ctx.options;
   const std::string& path = ctx.field->payload().path();
   const int d = ctx.block_depth;
   const std::uint64_t cells = morton::pow4(d);
 
-  // 1. decode and check every populated cell's digest, and its quantiles. Digests are decoded
-  // into per-thread buffers (again in step 4) rather than kept, so a block costs no allocation
-  // per cell.
+  // 1. decode and check every populated cell's digest (one pass over its bytes), its total weight
+  // and its two quantiles (one walk). Digests are decoded into per-thread buffers (again, without
+  // the checks, in step 4: re-reading the float32 rows costs less than keeping float64 copies of
+  // a block's digests), so a block costs no allocation per cell.
   struct Cell {
     std::uint64_t local;
     std::span<const std::byte> payload;
-    double lo = 0, hi = 0;
+    double lo = 0, hi = 0, total = 0;
   };
   std::vector<Cell> populated;
   for (const auto& chunk : block.chunks)
     for (std::uint64_t r = 0; r < chunk.cells.size(); ++r)
-      if (!chunk.cells[r].empty()) populated.push_back({chunk.start - block.start + r, chunk.cells[r], 0, 0});
+      if (!chunk.cells[r].empty()) populated.push_back({chunk.start - block.start + r, chunk.cells[r]});
   const auto for_cells = [&](const auto& fn) {
     if (inner_parallel) detail::parallel_for_each(o.threads, populated.size(), fn);
     else for (std::size_t i = 0; i < populated.size(); ++i) fn(i);
   };
-  const auto decode_cell = [&](const Cell& c, tdigest::Digest& d) {
+  for_cells([&](std::size_t i) {
+    thread_local tdigest::Digest d;
+    Cell& c = populated[i];
     try {
-      tdigest::decode_into(c.payload, path, d);
-      tdigest::validate(d, path);
+      tdigest::decode_checked_into(c.payload, path, d);
     } catch (const FormatError& e) {
       const std::string where = path + " cell " + std::to_string(block.start + c.local);
       throw FormatError(where + ": " + e.what(), path, where);
     }
-  };
-  for_cells([&](std::size_t i) {
-    thread_local tdigest::Digest d;
-    Cell& c = populated[i];
-    decode_cell(c, d);
-    c.lo = tdigest::quantile(d, o.bottom);
-    c.hi = tdigest::quantile(d, o.top);
+    c.total = tdigest::pairwise_sum(d.weights);
+    const auto q = tdigest::quantiles(d, o.bottom, o.top, c.total);
+    c.lo = q.a;
+    c.hi = q.b;
   });
 
   // 2. the block-wide z-window
@@ -189,15 +202,20 @@ TensorBlock compute_block(const BlockContext& ctx, PendingBlock& block, bool inn
   // 3. the fit policy
   const Window w = fit_window(o, z_lo, z_hi, where);
 
-  TensorBlock out;
   out.start = block.start;
   out.side = std::uint32_t{1} << d;
   out.n_bins = w.n_bins;
   out.offset = w.z_lo;
   out.gain = w.res;
   out.dtype = o.dtype;
+  out.populated = out.observed_empty = 0;
+  out.weight_in_window = 0;
   const std::size_t item = item_size(o.dtype);
-  out.tensor.assign(checked_size(cells * w.n_bins * item, "tensor block"), std::byte{0});
+  const std::size_t cell_bytes = static_cast<std::size_t>(w.n_bins) * item;
+  // A new buffer is zero-filled by resize; a recycled one is cleared below, only where no digest
+  // lands (populated cells are overwritten whole).
+  const bool zero_filled = out.tensor.empty();
+  out.tensor.resize(checked_size(cells * cell_bytes, "tensor block"));
   out.mask.assign(checked_size(cells, "mask"), 0);
 
   // 7. the mask base from exact occupancy
@@ -220,12 +238,12 @@ TensorBlock compute_block(const BlockContext& ctx, PendingBlock& block, bool inn
     const Cell& c = populated[i];
     thread_local tdigest::Digest d;
     thread_local std::vector<double> counts, scratch;
-    decode_cell(c, d);
+    tdigest::decode_into(c.payload, path, d);
     counts.resize(w.n_bins);
-    tdigest::rasterize(d, w.z_lo, w.res, w.n_bins, counts, scratch);
+    tdigest::rasterize(d, c.total, w.z_lo, w.res, w.n_bins, counts, scratch);
     const auto rc = morton::rank_to_rowcol(c.local);
     const std::size_t at = static_cast<std::size_t>(rc.row) * out.side + rc.col;
-    std::byte* dst = out.tensor.data() + at * w.n_bins * item;
+    std::byte* dst = out.tensor.data() + at * cell_bytes;
     const std::uint64_t cell = block.start + c.local;
     double sum = 0;
     for (const double v : counts) sum += v;
@@ -241,25 +259,38 @@ TensorBlock compute_block(const BlockContext& ctx, PendingBlock& block, bool inn
     out.mask[static_cast<std::size_t>(rc.row) * out.side + rc.col] = 2;
     out.weight_in_window += sums[i];
   }
+  if (!zero_filled)
+    for (std::size_t at = 0; at < out.mask.size(); ++at)
+      if (out.mask[at] != 2) std::memset(out.tensor.data() + at * cell_bytes, 0, cell_bytes);
   for (const std::uint8_t m : out.mask) {
     out.populated += m == 2;
     out.observed_empty += m == 1;
   }
+}
 
-  // The block id: the common ancestor at the block order of its written words.
+// The block id: the common ancestor at the block order of its written words. A block of one read
+// chunk has the chunk id the sweep derived from the same words (and checked).
+void set_block_id(const BlockContext& ctx, const BlockView& block, TensorBlock& out) {
+  const int d = ctx.block_depth;
+  if (d == ctx.chunk_depth) {
+    out.morton = block.chunks.front().chunk_id;
+    out.order = morton::order_of(out.morton);
+    return;
+  }
   std::optional<std::uint64_t> id;
   for (const std::uint64_t word : block.morton) {
     if (word == 0) continue;
     const std::uint64_t a = morton::clip(word, morton::order_of(word) - d);
-    if (id && *id != a)
-      throw FormatError(where + ": morton words under different order-" + std::to_string(morton::order_of(word) - d) +
-                            " ancestors: the cells axis is not nested",
+    if (id && *id != a) {
+      const std::string& path = ctx.field->payload().path();
+      throw FormatError(path + " block at cell " + std::to_string(block.start) + ": morton words under different order-" +
+                            std::to_string(morton::order_of(word) - d) + " ancestors: the cells axis is not nested",
                         path, "morton");
+    }
     id = a;
   }
   out.morton = *id;  // a populated block always has written words (checked by the sweep)
   out.order = morton::order_of(*id);
-  return out;
 }
 
 }  // namespace
@@ -326,7 +357,43 @@ void RaggedField::read_tensors(const TensorOptions& o, const std::function<void(
                        payload_.path(), "read_tensors");
   }
 
-  const BlockContext ctx{this, &o, &occupancy, block_depth};
+  const BlockContext ctx{this, &o, &occupancy, block_depth, depth};
+  const std::uint64_t block_bytes = block_cells * o.n_bins * item_size(o.dtype);
+  detail::SweepRequest req{&payload_.array(), &morton, span, o.threads, &cache, {}};
+  // The sink may move a block's vectors out; whatever storage it leaves in the block is recycled
+  // for a later one, so a sink that only looks at its blocks costs no allocation (and no page
+  // faults) per block.
+
+  // Blocks of one read chunk: each is computed by the worker that decoded its chunk, while the
+  // chunk's bytes are still in that core's cache, into the slot of the chunk in its batch; the
+  // sweep rethrows a block's error after checking the chunk's words. The batch's blocks then go
+  // to the sink in order.
+  const std::size_t batch_chunks = detail::batch_chunks(o.threads);
+  if (block_depth == depth && batch_chunks * block_bytes <= kTensorBytesInFlight) {
+    std::vector<TensorBlock> slots(batch_chunks);
+    req.task = [&](const detail::PopulatedChunk& chunk, std::span<const std::uint64_t> words) {
+      thread_local std::vector<std::uint64_t> padded;  // a chunk cut short by the axis end
+      if (words.size() < block_cells) {
+        padded.assign(block_cells, 0);
+        std::copy(words.begin(), words.end(), padded.begin());
+        words = padded;
+      }
+      compute_block(ctx, BlockView{chunk.start, words, {&chunk, 1}}, false, slots[chunk.slot]);
+    };
+    detail::sweep(req, [&](detail::SweepBatch& batch) {
+      for (const detail::PopulatedChunk& chunk : batch.chunks) {
+        TensorBlock& block = slots[chunk.slot];
+        set_block_id(ctx, BlockView{chunk.start, {}, {&chunk, 1}}, block);
+        sink(std::move(block));
+      }
+    });
+    return;
+  }
+
+  // Blocks of several read chunks (or too large to hold a batch of): assembled across batches,
+  // then computed a group at a time and handed over in order. A group gives every core several
+  // blocks (blocks differ widely in work, and the group ends at a barrier) while the tensors in
+  // flight stay within kTensorBytesInFlight.
   const bool blocks_span_objects = block_cells > payload_.array().object_shape()[0];
   std::optional<PendingBlock> current;
   std::vector<PendingBlock> complete;
@@ -341,21 +408,24 @@ void RaggedField::read_tensors(const TensorOptions& o, const std::function<void(
     }
     current.reset();
   };
-  // Blocks are computed a few per core at a time and handed over at once, so the tensors in
-  // flight (and the memory the allocator must fault in) stay bounded on large shards.
-  const std::size_t group = std::max<std::size_t>(2, 2 * static_cast<std::size_t>(o.threads ? o.threads : tbb::this_task_arena::max_concurrency()));
+  const std::size_t cores = o.threads ? o.threads : static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+  const std::size_t group = static_cast<std::size_t>(std::max<std::uint64_t>(2 * cores, kTensorBytesInFlight / block_bytes));
+  std::vector<TensorBlock> recycled;
   const auto emit = [&] {
+    const auto view = [&](std::size_t i) { return BlockView{complete[i].start, complete[i].morton, complete[i].chunks}; };
     for (std::size_t first = 0; first < complete.size(); first += group) {
       const std::size_t n = std::min(group, complete.size() - first);
-      std::vector<TensorBlock> out(n);
-      if (n == 1) out[0] = compute_block(ctx, complete[first], true);
-      else detail::parallel_for_each(o.threads, n, [&](std::size_t i) { out[i] = compute_block(ctx, complete[first + i], false); });
-      for (TensorBlock& b : out) sink(std::move(b));
+      if (recycled.size() < n) recycled.resize(n);
+      if (n == 1) compute_block(ctx, view(first), true, recycled[0]);
+      else detail::parallel_for_each(o.threads, n, [&](std::size_t i) { compute_block(ctx, view(first + i), false, recycled[i]); });
+      for (std::size_t i = 0; i < n; ++i) {
+        set_block_id(ctx, view(first + i), recycled[i]);
+        sink(std::move(recycled[i]));
+      }
     }
     complete.clear();
   };
 
-  detail::SweepRequest req{&payload_.array(), &morton, span, o.threads, &cache};
   detail::sweep(req, [&](detail::SweepBatch& batch) {
     const std::uint64_t end = batch.begin + batch.morton.size();
     std::size_t next_chunk = 0;

@@ -51,6 +51,75 @@ std::vector<Unit> make_units(const std::vector<Group>& groups) {
   return units;
 }
 
+std::vector<CellBlock> make_blocks(const Reduction& red, const TileWalk& w, std::size_t cell_bytes) {
+  constexpr std::uint64_t kBlockBytes = 256 * 1024;
+  const std::uint64_t target = std::max<std::uint64_t>(1, kBlockBytes / cell_bytes);
+  std::vector<std::size_t> kept;
+  std::uint64_t inner = 1;
+  for (std::size_t d = 0; d < red.rank; ++d)
+    if (!red.reduced[d]) {
+      kept.push_back(d);
+      inner *= w.count[d];
+    }
+  if (inner <= target) return {CellBlock{}};
+  // The outermost kept axis whose inner cells fit is cut into slabs; kept axes before it are
+  // walked one index at a time.
+  std::size_t i = 0;
+  for (; i < kept.size(); ++i) {
+    inner /= w.count[kept[i]];
+    if (inner <= target) break;
+  }
+  const std::size_t axis = kept[i];
+  const std::uint64_t slab = std::max<std::uint64_t>(1, target / inner);
+  std::vector<CellBlock> blocks;
+  std::array<std::uint64_t, kMaxRank> idx{};
+  while (true) {
+    for (std::uint64_t lo = 0; lo < w.count[axis]; lo += slab) {
+      CellBlock b;
+      for (std::size_t o = 0; o < i; ++o) {
+        b.cut[kept[o]] = true;
+        b.lo[kept[o]] = idx[o];
+        b.n[kept[o]] = 1;
+      }
+      b.cut[axis] = true;
+      b.lo[axis] = lo;
+      b.n[axis] = std::min(slab, w.count[axis] - lo);
+      blocks.push_back(b);
+    }
+    std::size_t o = i;
+    while (o-- > 0) {
+      if (++idx[o] < w.count[kept[o]]) break;
+      idx[o] = 0;
+    }
+    if (o == static_cast<std::size_t>(-1)) return blocks;
+  }
+}
+
+TileWalk restrict_walk(TileWalk w, const CellBlock& b) {
+  for (std::size_t d = 0; d < w.rank; ++d) {
+    if (!b.cut[d]) continue;
+    w.tile_first[d] += b.lo[d] * w.step[d];
+    w.first_pos[d] += b.lo[d];
+    w.count[d] = b.n[d];
+  }
+  return w;
+}
+
+std::uint64_t group_row_base(const Group& g, const Reduction& red, std::uint64_t row) {
+  std::uint64_t global = 0;
+  std::size_t kd = g.shape.size();
+  for (std::size_t d = red.rank; d-- > 0;) {
+    if (red.reduced[d]) continue;
+    std::uint64_t i = 0;
+    if (kd-- < g.shape.size()) {  // not the innermost kept axis: take its index from `row`
+      i = row % g.shape[kd];
+      row /= g.shape[kd];
+    }
+    global += (g.frame.origin[d] + i) * red.cell_stride[d];
+  }
+  return global;
+}
+
 Json f64_array(const std::vector<double>& v) {
   Json a = Json::array();
   for (double x : v) a.push_back(x);

@@ -10,6 +10,10 @@
 #include <limits>
 #include <map>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "query_internal.hpp"
 #include "tessera/core/checked.hpp"
 
@@ -27,6 +31,23 @@ inline double at(const std::byte* p, std::uint64_t j, std::uint64_t stride) {
 
 enum class SumKind { Plain, Abs, Square };
 
+#if defined(__SSE2__)
+// Two f64 lanes of f32 or f64 elements p[0..2) and p[2..4) (unaligned loads).
+template <typename T>
+inline void load4_f64(const std::byte* p, __m128d& x01, __m128d& x23) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    const __m128 x = _mm_loadu_ps(reinterpret_cast<const float*>(p));
+    x01 = _mm_cvtps_pd(x);
+    x23 = _mm_cvtps_pd(_mm_movehl_ps(x, x));
+  } else {
+    x01 = _mm_loadu_pd(reinterpret_cast<const double*>(p));
+    x23 = _mm_loadu_pd(reinterpret_cast<const double*>(p) + 2);
+  }
+}
+template <typename T>
+inline constexpr bool kSimdSum = std::is_same_v<T, float> || std::is_same_v<T, double>;
+#endif
+
 template <SumKind K>
 struct SumAcc {
   struct Cell {
@@ -37,12 +58,38 @@ struct SumAcc {
     else if constexpr (K == SumKind::Square) return x * x;
     else return x;
   }
+#if defined(__SSE2__)
+  // term() on both lanes, bit for bit: |x| clears the sign bit, x² is one IEEE product.
+  static __m128d term(__m128d x) {
+    if constexpr (K == SumKind::Abs) return _mm_andnot_pd(_mm_set1_pd(-0.0), x);
+    else if constexpr (K == SumKind::Square) return _mm_mul_pd(x, x);
+    else return x;
+  }
+#endif
   static void add(Cell& c, double x, std::uint64_t) { c.s += term(x); }
   template <typename T>
   static void add_run(Cell& c, const std::byte* p, std::uint64_t n, std::uint64_t stride, std::uint64_t, std::uint64_t) {
-    // Four independent lanes: faster than one dependency chain, and a fixed order.
+    // Four independent lanes (lane i takes the elements j ≡ i mod 4): faster than one dependency
+    // chain, and a fixed order. The SIMD loop keeps lanes 0–1 and 2–3 in two registers and adds
+    // exactly what the scalar loop would.
     double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
     std::uint64_t j = 0;
+#if defined(__SSE2__)
+    if constexpr (kSimdSum<T>) {
+      if (stride == 1 && n >= 4) {
+        __m128d a01 = _mm_setzero_pd(), a23 = _mm_setzero_pd(), x01, x23;
+        for (; j + 4 <= n; j += 4) {
+          load4_f64<T>(p + j * sizeof(T), x01, x23);
+          a01 = _mm_add_pd(a01, term(x01));
+          a23 = _mm_add_pd(a23, term(x23));
+        }
+        l0 = _mm_cvtsd_f64(a01);
+        l1 = _mm_cvtsd_f64(_mm_unpackhi_pd(a01, a01));
+        l2 = _mm_cvtsd_f64(a23);
+        l3 = _mm_cvtsd_f64(_mm_unpackhi_pd(a23, a23));
+      }
+    }
+#endif
     for (; j + 4 <= n; j += 4) {
       l0 += term(at<T>(p, j, stride));
       l1 += term(at<T>(p, j + 1, stride));
@@ -51,6 +98,27 @@ struct SumAcc {
     }
     for (; j < n; ++j) l0 += term(at<T>(p, j, stride));
     c.s += (l0 + l1) + (l2 + l3);
+  }
+  // A run whose consecutive elements go to cells c[0], c[cell_step], …: each cell gets exactly
+  // add()'s one addition, whichever loop does it.
+  template <typename T>
+  static void add_cells(Cell* c, const std::byte* p, std::uint64_t n, std::uint64_t stride, std::uint64_t cell_step) {
+    std::uint64_t j = 0;
+#if defined(__SSE2__)
+    static_assert(sizeof(Cell) == sizeof(double));
+    if constexpr (kSimdSum<T>) {
+      if (stride == 1 && cell_step == 1) {
+        double* s = &c[0].s;
+        __m128d x01, x23;
+        for (; j + 4 <= n; j += 4) {
+          load4_f64<T>(p + j * sizeof(T), x01, x23);
+          _mm_storeu_pd(s + j, _mm_add_pd(_mm_loadu_pd(s + j), term(x01)));
+          _mm_storeu_pd(s + j + 2, _mm_add_pd(_mm_loadu_pd(s + j + 2), term(x23)));
+        }
+      }
+    }
+#endif
+    for (; j < n; ++j) c[j * cell_step].s += term(at<T>(p, j, stride));
   }
   static void merge(Cell& a, const Cell& b) { a.s += b.s; }
 };
@@ -198,6 +266,22 @@ struct Unit {
   std::size_t begin = 0, end = 0;  // range of the group's chunk list
 };
 
+// A block of a group's output cells: kept axes with `cut` set are restricted to indices
+// [lo, lo + n) of the group's kept sub-box in any tile walk of the group; the others stay whole.
+struct CellBlock {
+  std::array<std::uint64_t, kMaxRank> lo{}, n{};
+  std::array<bool, kMaxRank> cut{};
+};
+// Cuts a group's cells (kept extents from `w`, any walk of the group) into blocks of about
+// 256 KiB of accumulators, so the chunks of a unit fold into a block that stays in cache; one
+// uncut block when the whole group fits. Restricting a walk to a block never reorders the
+// elements of one cell, so blocked and unblocked folds give identical bits.
+std::vector<CellBlock> make_blocks(const Reduction& red, const TileWalk& w, std::size_t cell_bytes);
+TileWalk restrict_walk(TileWalk w, const CellBlock& b);
+// The global cell of the first local cell of row `row` of a group (rows run along its innermost
+// kept axis, contiguous in the group's and in the global cell order).
+std::uint64_t group_row_base(const Group& g, const Reduction& red, std::uint64_t row);
+
 std::vector<Group> make_groups(const Plan& plan, const Reduction& red);
 // Units per group, fixed by the plan alone so results never depend on the thread count.
 std::vector<Unit> make_units(const std::vector<Group>& groups);
@@ -208,6 +292,8 @@ void fold_run(const Acc& acc, typename Acc::Cell* cells, const Run& r) {
   constexpr std::size_t es = std::is_same_v<T, F16> ? 2 : sizeof(T);
   if (r.cell_step == 0) {
     acc.template add_run<T>(cells[r.cell], r.data, r.n, r.stride, r.fiber, r.fiber_step);
+  } else if constexpr (requires { acc.template add_cells<T>(cells, r.data, r.n, r.stride, r.cell_step); }) {
+    acc.template add_cells<T>(cells + r.cell, r.data, r.n, r.stride, r.cell_step);
   } else {
     for (std::uint64_t j = 0; j < r.n; ++j)
       acc.add(cells[r.cell + j * r.cell_step], load_f64<T>(r.data + j * r.stride * es), r.fiber + j * r.fiber_step);
@@ -215,14 +301,44 @@ void fold_run(const Acc& acc, typename Acc::Cell* cells, const Run& r) {
 }
 
 // Folds the plan into one Cell per output cell (row-major over the kept shape).
+//
+// Work comes in two shapes. A unit folds its chunk range into a partial per group cell (block by
+// block, so the accumulators a tile feeds stay in cache); the partials merge in plan order at the
+// end. A group whose cells span several blocks and whose chunks are raw views of an in-core map
+// runs instead as one task per block: the task folds each unit's chunks, restricted to the block,
+// into a block-sized buffer and merges it straight into `out`, unit after unit — no partial of the
+// whole group is ever allocated. Both give every cell the same additions in the same order: its
+// elements in chunk then tile order within a unit, units merged in plan order into the identity.
 template <typename Acc, typename T>
 std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& red, const FoldPolicy& policy,
                                            const ExecContext& ctx, PreviewBuffer& preview, const Acc& acc = Acc{}) {
   using Cell = typename Acc::Cell;
   const std::vector<Group> groups = make_groups(plan, red);
   const std::vector<Unit> units = make_units(groups);
+  std::vector<Cell> out(checked_size(red.cells));
   std::vector<std::vector<Cell>> partial(units.size());
 
+  std::vector<std::vector<CellBlock>> blocks(groups.size());
+  std::vector<std::pair<std::size_t, std::size_t>> group_units(groups.size());  // [first, last) unit
+  std::vector<char> direct(groups.size(), 0);
+  for (std::size_t u = 0; u < units.size(); ++u) {  // a group's units are consecutive
+    auto& range = group_units[units[u].group];
+    if (range.second == 0) range.first = u;
+    range.second = u + 1;
+  }
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& g = groups[gi];
+    blocks[gi] = make_blocks(red, tile_walk(plan, g.chunks.front()), sizeof(Cell));
+    direct[gi] = policy.parallel && policy.io_regime == "in_core" && blocks[gi].size() > 1 &&
+                 std::all_of(g.chunks.begin(), g.chunks.end(), [&](std::size_t k) { return tile_view(plan, k) != nullptr; });
+  }
+
+  auto fold_tile = [&](Cell* cells, const CellFrame& frame, const TileWalk& w, const std::byte* tile) {
+    for_each_run(plan, w, tile, red, frame, [&](const Run& r) {
+      preview.take(r);
+      fold_run<Acc, T>(acc, cells, r);
+    });
+  };
   auto run_unit = [&](std::size_t u) {
     const Unit& unit = units[u];
     const Group& g = groups[unit.group];
@@ -232,16 +348,59 @@ std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& re
       const std::size_t k = g.chunks[m];
       const TileWalk w = tile_walk(plan, k);
       const std::byte* tile = tile_bytes(plan, k, scratch);
-      for_each_run(plan, w, tile, red, g.frame, [&](const Run& r) {
-        preview.take(r);
-        fold_run<Acc, T>(acc, cells.data(), r);
-      });
+      for (const CellBlock& b : blocks[unit.group]) fold_tile(cells.data(), g.frame, restrict_walk(w, b), tile);
     }
     partial[u] = std::move(cells);
   };
+  // Merges `n` partial cells starting at group-local cell `first` into `out`.
+  auto merge_into_out = [&](const Group& g, std::uint64_t first, std::uint64_t n, const Cell* src) {
+    const std::uint64_t row = g.shape.empty() ? 1 : g.shape.back();
+    for (std::uint64_t l = 0; l < n;) {
+      const std::uint64_t at = first + l, i = at % row, len = std::min(row - i, n - l);
+      Cell* dst = out.data() + group_row_base(g, red, at / row) + i;
+      for (std::uint64_t j = 0; j < len; ++j) Acc::merge(dst[j], src[l + j]);
+      l += len;
+    }
+  };
+  auto run_block = [&](std::size_t gi, std::size_t bi) {
+    const Group& g = groups[gi];
+    const CellBlock& b = blocks[gi][bi];
+    // The block's cells are a contiguous range of the group's; shift the frame to its first one.
+    CellFrame frame = g.frame;
+    std::uint64_t first = 0, n = 1;
+    for (std::size_t d = 0, kd = 0; d < red.rank; ++d) {
+      if (red.reduced[d]) continue;
+      if (b.cut[d]) {
+        frame.origin[d] += b.lo[d];
+        first += b.lo[d] * g.frame.stride[d];
+      }
+      n *= b.cut[d] ? b.n[d] : g.shape[kd];
+      ++kd;
+    }
+    std::vector<Cell> cells(checked_size(n));
+    for (std::size_t u = group_units[gi].first; u < group_units[gi].second; ++u) {
+      std::fill(cells.begin(), cells.end(), Cell{});
+      for (std::size_t m = units[u].begin; m < units[u].end; ++m) {
+        const std::size_t k = g.chunks[m];
+        fold_tile(cells.data(), frame, restrict_walk(tile_walk(plan, k), b), tile_view(plan, k));
+      }
+      merge_into_out(g, first, n, cells.data());
+    }
+  };
 
   if (policy.parallel) {
-    for_chunks(units.size(), true, ctx.threads, run_unit);
+    struct Task {
+      std::size_t group, index;  // a unit (index into `units`) or, for a direct group, a block
+    };
+    std::vector<Task> tasks;
+    for (std::size_t u = 0; u < units.size(); ++u)
+      if (!direct[units[u].group]) tasks.push_back({units[u].group, u});
+    for (std::size_t gi = 0; gi < groups.size(); ++gi)
+      for (std::size_t bi = 0; direct[gi] && bi < blocks[gi].size(); ++bi) tasks.push_back({gi, bi});
+    for_chunks(tasks.size(), true, ctx.threads, [&](std::size_t t) {
+      if (direct[tasks[t].group]) run_block(tasks[t].group, tasks[t].index);
+      else run_unit(tasks[t].index);
+    });
   } else {
     // Sequential folds visit chunks in ascending payload offset (the linear order on disk).
     std::vector<std::size_t> order(units.size());
@@ -254,26 +413,17 @@ std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& re
     for (std::size_t u : order) run_unit(u);
   }
 
-  std::vector<Cell> out(checked_size(red.cells));
-  const std::size_t nd = red.rank;
-  for (std::size_t u = 0; u < units.size(); ++u) {
-    const Group& g = groups[units[u].group];
-    // Local cell l of the group maps to the global cell of its kept coordinates.
-    std::vector<std::uint64_t> idx(g.shape.size(), 0);
-    for (std::uint64_t l = 0; l < g.cells; ++l) {
-      std::uint64_t global = 0;
-      for (std::size_t d = 0, kd = 0; d < nd; ++d) {
-        if (red.reduced[d]) continue;
-        global += (g.frame.origin[d] + idx[kd]) * red.cell_stride[d];
-        ++kd;
-      }
-      Acc::merge(out[global], partial[u][l]);
-      for (std::size_t kd = g.shape.size(); kd-- > 0;) {
-        if (++idx[kd] < g.shape[kd]) break;
-        idx[kd] = 0;
-      }
-    }
-    partial[u] = {};
+  // The units of the other groups merge row by row, each cell taking its partials in plan order.
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    if (direct[gi]) continue;
+    const Group& g = groups[gi];
+    // Plain variables, not a structured binding: clang before 16 cannot capture bindings in lambdas.
+    const std::size_t u0 = group_units[gi].first, u1 = group_units[gi].second;
+    const std::uint64_t row = g.shape.empty() ? 1 : g.shape.back();
+    for_chunks(checked_size(g.cells / row), policy.parallel && g.cells >= 65536, ctx.threads, [&](std::size_t r) {
+      for (std::size_t u = u0; u < u1; ++u) merge_into_out(g, r * row, row, partial[u].data() + r * row);
+    });
+    for (std::size_t u = u0; u < u1; ++u) partial[u] = {};
   }
   return out;
 }

@@ -152,6 +152,8 @@ inline CellFrame global_frame(const Reduction& red) {
 // Tile bytes of planned chunk k: a view of the mapped file for raw chunks, else decoded into
 // `scratch` (one decoded chunk per worker).
 const std::byte* tile_bytes(const Plan& plan, std::size_t k, std::vector<std::byte>& scratch);
+// The view tile_bytes would return without decoding, or nullptr when chunk k needs a decode.
+const std::byte* tile_view(const Plan& plan, std::size_t k);
 
 // Element loads, promoted to f64 (§3.5). F16 is a tag: its storage is the binary16 bit pattern.
 struct F16 {

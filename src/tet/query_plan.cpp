@@ -230,11 +230,15 @@ TileWalk tile_walk(const Plan& plan, std::size_t k) {
   return w;
 }
 
+const std::byte* tile_view(const Plan& plan, std::size_t k) {
+  const ChunkEntry& e = plan.file->entry(plan.chunks[k].entry);
+  return e.codec == 0 ? plan.file->source().view(e.payload_offset, e.raw_byte_len) : nullptr;
+}
+
 const std::byte* tile_bytes(const Plan& plan, std::size_t k, std::vector<std::byte>& scratch) {
+  if (const std::byte* v = tile_view(plan, k)) return v;
   const std::uint32_t entry = plan.chunks[k].entry;
   const ChunkEntry& e = plan.file->entry(entry);
-  if (e.codec == 0)
-    if (const std::byte* v = plan.file->source().view(e.payload_offset, e.raw_byte_len)) return v;
   scratch.resize(checked_size(e.raw_byte_len));
   plan.file->decode_chunk(entry, scratch);
   return scratch.data();

@@ -114,10 +114,37 @@ struct TetWriter::State {
     return datasets[id];
   }
 
+  void record_entry(std::uint32_t id, const std::array<std::uint64_t, kMaxRank>& coords, std::uint64_t offset,
+                    std::uint64_t raw, std::uint64_t stored) {
+    ChunkEntry e;
+    e.dataset_id = id;
+    std::copy_n(coords.begin(), datasets[id].geometry.ndim(), e.chunk_index.begin());
+    e.payload_offset = offset;
+    e.raw_byte_len = raw;
+    e.stored_byte_len = stored;
+    e.codec = static_cast<std::uint32_t>(datasets[id].codec);
+    entries.push_back(e);
+  }
+
+  // Moves on to the next dataset still due (carried ones are complete already).
+  void advance() {
+    while (cursor < datasets.size() && datasets[cursor].complete()) ++cursor;
+  }
+
+  // Whole chunk rows can only start where a row begins.
+  void require_row_boundary(std::uint32_t id, const char* call) const {
+    const DatasetPlan& p = datasets[id];
+    if (p.tile_bytes_written != 0 || p.tiles_written != p.rows_written * p.row_tiles)
+      throw UsageError(prefix(id) + call + " needs a chunk row boundary; " + std::to_string(p.tiles_written) +
+                       " tiles (and " + std::to_string(p.tile_bytes_written) +
+                       " bytes of the next) were given through append_raw_tiles");
+  }
+
   void init(io::ByteSink& target, WriterOptions opts);
   void begin();
   void copy_carried_payloads();
   void write_row(std::uint32_t id, std::uint64_t row, std::span<const std::byte> slab);
+  void append_raw(std::uint32_t id, std::span<const std::byte> bytes);
   void patch_index();
 };
 
@@ -195,33 +222,9 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
   slab_shape[0] = p.row_extent(row);
   std::copy(g.shape.begin() + 1, g.shape.end(), slab_shape.begin() + 1);
 
-  // Grid coordinates, origin inside the slab, clipped extent and byte size of the row's tile `t`.
-  struct Tile {
-    std::array<std::uint64_t, kMaxRank> coords{}, origin{}, extent{};
-    std::uint64_t bytes = 0;
-  };
-  auto tile_at = [&](std::uint64_t t) {
-    Tile tile;
-    tile.coords[0] = row;
-    for (std::size_t d = nd; d-- > 1;) {
-      tile.coords[d] = t % g.grid[d];
-      t /= g.grid[d];
-    }
-    g.tile_extent({tile.coords.data(), nd}, {tile.origin.data(), nd}, {tile.extent.data(), nd});
-    tile.origin[0] = 0;  // the slab starts at the row's first index
-    tile.bytes = es;
-    for (std::size_t d = 0; d < nd; ++d) tile.bytes *= tile.extent[d];
-    return tile;
-  };
-  auto record = [&](const Tile& tile, std::uint64_t offset, std::uint64_t stored) {
-    ChunkEntry e;
-    e.dataset_id = id;
-    std::copy_n(tile.coords.begin(), nd, e.chunk_index.begin());
-    e.payload_offset = offset;
-    e.raw_byte_len = tile.bytes;
-    e.stored_byte_len = stored;
-    e.codec = static_cast<std::uint32_t>(p.codec);
-    entries.push_back(e);
+  auto tile_at = [&](std::uint64_t t) { return detail::row_tile(p, row, t); };
+  auto record = [&](const detail::RowTile& tile, std::uint64_t offset, std::uint64_t stored) {
+    record_entry(id, tile.coords, offset, tile.bytes, stored);
   };
   const std::span<const std::uint64_t> slab_dims{slab_shape.data(), nd};
   // With one tile per row (rank 1, or a single chunk across the trailing axes) the slab is the tile.
@@ -234,9 +237,9 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
     if (!slab_is_tile) {
       row_buffer.resize(slab.size());
       for_each(p.row_tiles, [&](std::uint64_t t) {
-        const Tile tile = tile_at(t);
+        const detail::RowTile tile = tile_at(t);
         detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd}, {tile.extent.data(), nd}, es,
-                    row_buffer.data() + offsets[t]);
+                            row_buffer.data() + offsets[t]);
       });
       out = row_buffer;
     }
@@ -253,7 +256,7 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
         codec::zstd_compress_append(slab, out, zopts);
         return;
       }
-      const Tile tile = tile_at(t);
+      const detail::RowTile tile = tile_at(t);
       thread_local std::vector<std::byte> scratch;
       scratch.resize(checked_size(tile.bytes));
       detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd}, {tile.extent.data(), nd}, es, scratch.data());
@@ -264,10 +267,33 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
       sink->write(compressed[t]);
     }
   }
-  if (++p.rows_written == p.rows()) {
-    // Advance to the next dataset still due (carried ones are complete already).
-    while (cursor < datasets.size() && datasets[cursor].complete()) ++cursor;
+  p.tiles_written += p.row_tiles;
+  p.bytes_written += slab.size();
+  if (++p.rows_written == p.rows()) advance();
+}
+
+// Raw tiles in index order, cut anywhere: each tile's entry is recorded where its first byte
+// lands (a raw payload is the tile bytes, stored = raw length, §1.7), then the bytes go to the sink
+// in one write.
+void TetWriter::State::append_raw(std::uint32_t id, std::span<const std::byte> bytes) {
+  DatasetPlan& p = datasets[id];
+  const std::uint64_t base = sink->position();
+  std::uint64_t done = 0;
+  while (done < bytes.size()) {
+    const std::uint64_t row = p.tiles_written / p.row_tiles;
+    const detail::RowTile tile = detail::row_tile(p, row, p.tiles_written % p.row_tiles);
+    if (p.tile_bytes_written == 0) record_entry(id, tile.coords, base + done, tile.bytes, tile.bytes);
+    const std::uint64_t k = std::min<std::uint64_t>(bytes.size() - done, tile.bytes - p.tile_bytes_written);
+    done += k;
+    p.tile_bytes_written += k;
+    if (p.tile_bytes_written == tile.bytes) {
+      p.tile_bytes_written = 0;
+      if (++p.tiles_written % p.row_tiles == 0) ++p.rows_written;
+    }
   }
+  sink->write(bytes);
+  p.bytes_written += bytes.size();
+  if (p.complete()) advance();
 }
 
 void TetWriter::State::patch_index() {
@@ -363,6 +389,7 @@ std::uint32_t TetWriter::add_dataset(const DatasetSpec& spec) {
 void TetWriter::write_chunk_row(std::uint32_t id, std::uint64_t row, std::span<const std::byte> slab) {
   State& s = *state_;
   DatasetPlan& p = s.due(id, "write_chunk_row");
+  s.require_row_boundary(id, "write_chunk_row");
   if (row != p.rows_written)
     throw UsageError(s.prefix(id) + (row >= p.rows() ? "chunk row " + std::to_string(row) + " is outside the grid (" +
                                                           std::to_string(p.rows()) + " rows)"
@@ -380,6 +407,7 @@ void TetWriter::write_chunk_row(std::uint32_t id, std::uint64_t row, std::span<c
 void TetWriter::write_dataset(std::uint32_t id, std::span<const std::byte> data) {
   State& s = *state_;
   DatasetPlan& p = s.due(id, "write_dataset");
+  s.require_row_boundary(id, "write_dataset");
   if (p.rows_written != 0)
     throw UsageError(s.prefix(id) + "write_dataset needs a dataset with no rows written (" +
                      std::to_string(p.rows_written) + " of " + std::to_string(p.rows()) + " written)");
@@ -395,6 +423,22 @@ void TetWriter::write_dataset(std::uint32_t id, std::span<const std::byte> data)
       s.write_row(id, row, data.subspan(offset, n));
       offset += n;
     }
+  });
+}
+
+void TetWriter::append_raw_tiles(std::uint32_t id, std::span<const std::byte> bytes) {
+  State& s = *state_;
+  DatasetPlan& p = s.due(id, "append_raw_tiles");
+  if (p.codec != Codec::Raw)
+    throw UsageError(s.prefix(id) + "append_raw_tiles needs a raw-codec dataset (this one is zstd)");
+  const std::uint64_t left = p.geometry.logical_bytes - p.bytes_written;
+  if (bytes.size() > left)
+    throw UsageError(s.prefix(id) + "append_raw_tiles got " + std::to_string(bytes.size()) + " bytes but only " +
+                     std::to_string(left) + " remain of the dataset's tiles");
+  if (bytes.empty()) return;
+  s.guarded([&] {
+    if (s.phase == Phase::Declaring) s.begin();
+    s.append_raw(id, bytes);
   });
 }
 

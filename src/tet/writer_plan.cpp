@@ -35,6 +35,22 @@ std::uint64_t DatasetPlan::row_extent(std::uint64_t row) const noexcept {
   return std::min(begin + geometry.chunk_shape[0], geometry.shape[0]) - begin;
 }
 
+RowTile row_tile(const DatasetPlan& plan, std::uint64_t row, std::uint64_t t) {
+  const Dataset& g = plan.geometry;
+  const std::size_t nd = g.ndim();
+  RowTile tile;
+  tile.coords[0] = row;
+  for (std::size_t d = nd; d-- > 1;) {
+    tile.coords[d] = t % g.grid[d];
+    t /= g.grid[d];
+  }
+  g.tile_extent({tile.coords.data(), nd}, {tile.origin.data(), nd}, {tile.extent.data(), nd});
+  tile.origin[0] = 0;  // the slab starts at the row's first index
+  tile.bytes = g.element_size();
+  for (std::size_t d = 0; d < nd; ++d) tile.bytes *= tile.extent[d];
+  return tile;
+}
+
 DatasetPlan make_plan(const DatasetRecord& record, DType dtype, std::uint32_t id) {
   DatasetPlan p;
   p.record = record;

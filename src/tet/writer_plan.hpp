@@ -2,6 +2,7 @@
 // catalog entry, and cutting a chunk-row slab into clipped tiles (spec tet.md §1.5).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -21,6 +22,11 @@ struct DatasetPlan {
   std::uint64_t row_tiles = 1;     // tiles per chunk row: product of grid[1..]
   std::uint64_t row_elements = 1;  // elements per index along axis 0: product of shape[1..]
   std::uint64_t rows_written = 0;
+  // Progress of raw tiles given through TetWriter::append_raw_tiles: the next tile in index order
+  // and the bytes of it already written (0 at a tile boundary).
+  std::uint64_t tiles_written = 0;
+  std::uint64_t tile_bytes_written = 0;
+  std::uint64_t bytes_written = 0;  // logical (decoded) bytes given so far, all calls together
 
   std::uint64_t rows() const noexcept { return geometry.grid[0]; }
   bool complete() const noexcept { return rows_written == rows(); }
@@ -30,6 +36,15 @@ struct DatasetPlan {
     return row_extent(row) * row_elements * geometry.element_size();
   }
 };
+
+// One tile of a chunk row: grid coordinates, first element inside the row's slab (axis 0 counted
+// from the row's first index), clipped extent, and byte size (§1.5).
+struct RowTile {
+  std::array<std::uint64_t, kMaxRank> coords{}, origin{}, extent{};
+  std::uint64_t bytes = 0;
+};
+// Tile `t` (0 ≤ t < row_tiles, grid row-major over axes 1..) of chunk row `row`.
+RowTile row_tile(const DatasetPlan& plan, std::uint64_t row, std::uint64_t t);
 
 // The plan of a record that passed validate_dataset_spec (or TetFile::open).
 DatasetPlan make_plan(const DatasetRecord& record, DType dtype, std::uint32_t id);

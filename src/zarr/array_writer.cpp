@@ -1,6 +1,7 @@
 // Writing array metadata, chunk objects and shard objects.
 #include "tessera/zarr/array_writer.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "nd_runs.hpp"
@@ -48,7 +49,7 @@ std::vector<std::byte> ArrayWriter::assemble_shard(std::span<const std::optional
   return data;
 }
 
-std::uint64_t ArrayWriter::put_object(const Coords& object, std::vector<std::optional<std::vector<std::byte>>> encoded) {
+std::uint64_t ArrayWriter::write_encoded_object(const Coords& object, std::span<const std::optional<std::vector<std::byte>>> encoded) {
   const std::string key = array_.object_key(object);
   std::uint64_t present = 0;
   for (const auto& e : encoded) present += e ? 1 : 0;
@@ -59,6 +60,26 @@ std::uint64_t ArrayWriter::put_object(const Coords& object, std::vector<std::opt
   if (array_.sharded()) store_->put(key, assemble_shard(encoded));
   else store_->put(key, *encoded[0]);
   return present;
+}
+
+std::optional<std::vector<std::byte>> ArrayWriter::encode_dense_read_chunk(std::span<const std::byte> elements) const {
+  const ArrayMeta& meta = array_.meta();
+  if (meta.data_type.vlen) throw UsageError(array_.path() + ": encode_dense_read_chunk on a variable-length array");
+  if (elements.size() != array_.read_chunk_bytes())
+    throw UsageError(array_.path() + ": read chunk of " + std::to_string(elements.size()) + " bytes, expected " +
+                     std::to_string(array_.read_chunk_bytes()));
+  if (all_equal_fill(elements, meta.data_type, meta.fill_value)) return std::nullopt;
+  return encode_dense_chunk(meta.codecs, meta.data_type, elements);
+}
+
+std::optional<std::vector<std::byte>> ArrayWriter::encode_vlen_read_chunk(std::span<const std::span<const std::byte>> elements) const {
+  const ArrayMeta& meta = array_.meta();
+  if (!meta.data_type.vlen) throw UsageError(array_.path() + ": encode_vlen_read_chunk on a fixed-width array");
+  if (elements.size() != array_.read_chunk_elements())
+    throw UsageError(array_.path() + ": read chunk of " + std::to_string(elements.size()) + " elements, expected " +
+                     std::to_string(array_.read_chunk_elements()));
+  if (std::all_of(elements.begin(), elements.end(), [](const auto& e) { return e.empty(); })) return std::nullopt;
+  return encode_vlen_chunk(meta.codecs, elements);
 }
 
 std::uint64_t ArrayWriter::write_dense_object(const Coords& object, std::span<const std::byte> elements) {
@@ -87,7 +108,7 @@ std::uint64_t ArrayWriter::write_dense_object(const Coords& object, std::span<co
     if (all_equal_fill(chunk, meta.data_type, meta.fill_value)) continue;
     encoded[inner] = encode_dense_chunk(meta.codecs, meta.data_type, chunk);
   }
-  return put_object(object, std::move(encoded));
+  return write_encoded_object(object, encoded);
 }
 
 std::uint64_t ArrayWriter::write_vlen_object(const Coords& object, std::span<const std::span<const std::byte>> elements) {
@@ -119,7 +140,7 @@ std::uint64_t ArrayWriter::write_vlen_object(const Coords& object, std::span<con
     if (all_empty) continue;
     encoded[inner] = encode_vlen_chunk(meta.codecs, chunk);
   }
-  return put_object(object, std::move(encoded));
+  return write_encoded_object(object, encoded);
 }
 
 }  // namespace tessera::zarr

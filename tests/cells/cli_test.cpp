@@ -115,14 +115,21 @@ TEST(CellsCli, GetJsonMatchesExpected) {
   EXPECT_EQ(r.rc, 1);
 }
 
-TEST(CellsCli, ConvertIsUnsupportedForNow) {
+TEST(CellsCli, ConvertNeedsNoObsNoVarAndOneInputKind) {
   TempDir tmp;
   auto r = run_cli({"cells", "convert", "--h5ad-glob", "a.h5ad", "--output", (tmp / "o").string()});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("--no-obs --no-var"), std::string::npos) << r.err;
-  r = run_cli({"cells", "convert", "--h5ad-glob", "a.h5ad", "--output", (tmp / "o").string(), "--no-obs", "--no-var"});
+  r = run_cli({"cells", "convert", "--h5ad-glob", (tmp / "a*.h5ad").string(), "--output", (tmp / "o").string(),
+               "--no-obs", "--no-var"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("h5ad input reader is not built"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no input matches " + (tmp / "a*.h5ad").string()), std::string::npos) << r.err;
+  r = run_cli({"cells", "convert", "--10x-h5", "a.h5", "--output", (tmp / "o").string(), "--no-obs", "--no-var",
+               "--use-raw"});
+  EXPECT_EQ(r.rc, 2) << r.err;
+  r = run_cli({"cells", "convert", "--h5ad-glob", "a.h5ad", "--output", (tmp / "o").string(), "--no-obs", "--no-var",
+               "--10x-genome", "hg19"});
+  EXPECT_EQ(r.rc, 2) << r.err;
   r = run_cli({"cells", "convert", "--output", (tmp / "o").string()});
   EXPECT_EQ(r.rc, 2);
   r = run_cli({"cells", "convert", "--h5ad-glob", "a", "--10x-h5", "b", "--output", "o"});

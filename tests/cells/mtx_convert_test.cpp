@@ -311,12 +311,5 @@ TEST(MtxConvert, MalformedInputsAreCleanErrors) {
   EXPECT_THROW(scan_mtx_directory((root / "missing").string()), FormatError);
 }
 
-TEST(MtxConvert, OtherReadersStillUnsupported) {
-  TempDir root("mtx-other");
-  const auto r = run_cli({"cells", "convert", "--10x-h5", "a.h5", "--output", (root / "o").string(), "--no-obs", "--no-var"});
-  EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("10x HDF5 input reader is not built"), std::string::npos) << r.err;
-}
-
 }  // namespace
 }  // namespace tessera::cells

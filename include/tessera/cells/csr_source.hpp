@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -33,6 +34,12 @@ class CsrBlockSource {
   // Replaces `out` with rows [first, first + count). Throws FormatError for malformed input
   // (naming the file) and IoError for read failures.
   virtual void read_rows(std::uint64_t first, std::uint64_t count, CsrBlock& out) = 0;
+  // Drops buffers and open files the source can rebuild; a later read_rows reopens what it needs.
+  // Called when a reader moves on to the next input (ConcatCsrSource).
+  virtual void release() {}
+  // Where row `row` comes from, for error messages ("a.h5ad: X row 17"); empty when the source
+  // has nothing to add. Must be safe to call from any thread while read_rows runs.
+  virtual std::string locate(std::uint64_t /*row*/) const { return {}; }
 };
 
 // A whole matrix held in memory (tests, small inputs, bindings).
@@ -64,6 +71,8 @@ struct CanonicalizeOptions {
   std::string tile_name = "tile";       // named in errors
   std::uint64_t first_cell = 0;         // global index of the block's first row (for messages)
   std::uint32_t version = 2;            // for the "write version 2" hint
+  // Names the input a cell comes from in messages (given the global cell index); may be empty.
+  std::function<std::string(std::uint64_t)> locate{};
 };
 
 // §4.1. Throws FormatError for malformed CSR (indptr not starting at 0, decreasing or not

@@ -6,8 +6,9 @@
 //
 // Output directory policy: an existing non-directory is an error; a non-empty directory needs
 // `overwrite`, in which case the new dataset is built in the sibling `<out>.tmp<pid>` and
-// swapped in with one atomic exchange once complete. On failure everything this call created is
-// removed. `manifest.json` is always written last.
+// swapped in with one atomic exchange once complete. On failure (or when `interrupted` says so)
+// everything this call created is removed. `manifest.json` is always written last, so a process
+// killed outright leaves either no manifest or a complete dataset, and never touches the old one.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "tessera/cells/csr_source.hpp"
 #include "tessera/cells/manifest.hpp"
 #include "tessera/codec/json.hpp"
+#include "tessera/core/error.hpp"
 
 namespace tessera::cells {
 
@@ -45,6 +47,15 @@ struct DatasetWriteOptions {
   bool overwrite = false;
   // Called after each tile is committed, in tile order, on the calling thread's pipeline stage.
   std::function<void(const TileWritten&)> on_tile{};
+  // Polled before each tile is read; when it returns true the write stops with an Interrupted
+  // error and everything it created is removed (§7.8: SIGINT, SIGTERM).
+  std::function<bool()> interrupted{};
+};
+
+// Thrown when `interrupted` asks a long operation to stop.
+class Interrupted : public Error {
+ public:
+  using Error::Error;
 };
 
 // Writes the whole dataset and returns its manifest. Throws UsageError for bad options or an
@@ -53,7 +64,8 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
 
 // §7.3: the total count of every source gene over all rows of `source`, exactly in 64 bits
 // (values validated as in §4.1 while summing).
-std::vector<std::uint64_t> gene_totals(CsrBlockSource& source, std::uint64_t block_rows = 10000);
+std::vector<std::uint64_t> gene_totals(CsrBlockSource& source, std::uint64_t block_rows = 10000,
+                                       const std::function<bool()>& interrupted = {});
 // Genes by decreasing total, ties in source order (a stable sort): the gene order to store.
 std::vector<std::int32_t> order_by_decreasing_total(const std::vector<std::uint64_t>& totals);
 

@@ -32,4 +32,8 @@ std::vector<std::string> decode_var_names(std::string_view text, std::uint64_t n
 // reference would misread the file; verify warns).
 bool splitlines_differs(std::string_view text);
 
+// Names made unique the AnnData way (`var_names_make_unique`): the first occurrence unchanged,
+// later ones suffixed `-1`, `-2`, … skipping names already present (spec §7.5).
+std::vector<std::string> make_names_unique(const std::vector<std::string>& names);
+
 }  // namespace tessera::cells

@@ -3,11 +3,10 @@
 // holding integers, or pattern; rows = features, columns = barcodes, 1-based),
 // `features.tsv[.gz]` (id, name, type) or `genes.tsv[.gz]` (id, name), and `barcodes.tsv[.gz]`.
 //
-// The matrix is gene × cell, so rows are transposed in two passes over each file: the first
-// validates every entry and counts the nonzeros of each cell (the CSR indptr); the second
-// scatters the entries of one band of cells at a time into CSR buffers sized by
-// `memory_budget`, reading the file once per band. The writer's increasing row requests make
-// each band start where the previous one ended.
+// The matrix is gene × cell, so rows are transposed in two passes over each file by
+// `TransposedCsrSource` (transpose_source.hpp): the first validates every entry and counts the
+// nonzeros of each cell (the CSR indptr); the second scatters the entries of one band of cells at
+// a time into CSR buffers sized by `memory_budget`, reading the file once per band.
 //
 // Malformed input is a FormatError naming the file and line (`matrix.mtx.gz: line 7: ...`);
 // a well-formed MatrixMarket variant 10x never writes (array, symmetric, complex) is an
@@ -20,6 +19,8 @@
 #include <vector>
 
 #include "tessera/cells/csr_source.hpp"
+#include "tessera/cells/gene_files.hpp"
+#include "tessera/cells/transpose_source.hpp"
 
 namespace tessera::cells {
 
@@ -52,9 +53,13 @@ struct MtxSourceOptions {
   std::uint64_t memory_budget = std::uint64_t{1} << 30;
 };
 
-// The cells of several directories, in the given order, as one CsrBlockSource. Every directory
-// must list the same gene ids in the same order (else a FormatError naming the first that
-// differs). Not thread-safe (the writer calls it from one thread at a time).
+// The cells of one directory (the tables are not kept), transposed band by band.
+std::unique_ptr<TransposedCsrSource> open_mtx_matrix(const MtxDirectory& directory, MtxSourceOptions options = {});
+
+// The cells of several directories, in the given order, as one CsrBlockSource (a ConcatCsrSource
+// of open_mtx_matrix parts). Every directory must list the same gene ids in the same order (else
+// a FormatError naming the first that differs). Not thread-safe (the writer calls it from one
+// thread at a time).
 class MtxCsrSource final : public CsrBlockSource {
  public:
   explicit MtxCsrSource(std::vector<MtxDirectory> directories, MtxSourceOptions options = {});
@@ -65,6 +70,8 @@ class MtxCsrSource final : public CsrBlockSource {
   std::uint64_t n_cells() const override;
   std::uint64_t n_genes() const override;
   void read_rows(std::uint64_t first, std::uint64_t count, CsrBlock& out) override;
+  void release() override;
+  std::string locate(std::uint64_t row) const override;
 
   const std::vector<MtxDirectory>& directories() const;
   // How many times a matrix file has been read from the start (counting and band passes).
@@ -74,9 +81,5 @@ class MtxCsrSource final : public CsrBlockSource {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Names made unique the AnnData way (`var_names_make_unique`): the first occurrence unchanged,
-// later ones suffixed `-1`, `-2`, … skipping names already present.
-std::vector<std::string> make_names_unique(const std::vector<std::string>& names);
 
 }  // namespace tessera::cells

@@ -1,7 +1,7 @@
 // `tessera tet convert` as a library call (spec tet.md §6.6): HDF5, NetCDF or Zarr v3 → one raw
-// `.tet` file, streamed through TetWriter one chunk row at a time (tiles of a row read in
-// parallel), with the convert history row and the imported metadata in the footer. The output is
-// written atomically: on any error nothing appears at the output path.
+// `.tet` file, streamed through TetWriter in bounded units of tiles (read in parallel, written
+// while the next unit is read), with the convert history row and the imported metadata in the
+// footer. The output is written atomically: on any error nothing appears at the output path.
 #pragma once
 
 #include <cstdint>
@@ -22,14 +22,23 @@ struct ConvertProgress {
 };
 
 struct ConvertOptions {
-  // Parallel tile readers: 0 = available parallelism; capped at kMaxConvertJobs.
+  // Threads reading, converting and writing tiles: 0 = available parallelism; capped at
+  // kMaxConvertJobs.
   unsigned jobs = 0;
-  // Called on the calling thread after every chunk row is written. (Every member has a default
+  // Called on the calling thread after every unit of tiles is written. (Every member has a default
   // initializer so designated initializers may name any subset.)
   std::function<void(const ConvertProgress&)> progress{};
   // History row time and metadata.file.created_at (Unix seconds as text); empty = now.
   std::string at{};
+  // Bound on the output bytes read before they are written (one unit; two are in flight). A tile
+  // larger than this — the whole-array tile of an unchunked or CF-packed variable — is streamed in
+  // parts; a unit still holds at least one whole source chunk. 0 = the environment variable
+  // TESSERA_TET_CONVERT_UNIT_BYTES (a decimal byte count, for tests and benchmarks) when set,
+  // else kDefaultConvertUnitBytes.
+  std::uint64_t unit_bytes = 0;
 };
+
+inline constexpr std::uint64_t kDefaultConvertUnitBytes = std::uint64_t{64} << 20;
 
 inline constexpr unsigned kMaxConvertJobs = 64;
 

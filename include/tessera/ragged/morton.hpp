@@ -55,6 +55,11 @@ std::uint64_t nested(std::uint64_t word);
 // The area word of a NESTED id at `order` (UsageError when nested ≥ 12·4^order).
 std::uint64_t from_nested(std::uint64_t nested_id, int order);
 
+// The order-29 point word of an order-29 NESTED id (the geocoder's output, spec §6.4 step 4):
+// base nested >> 58, tuples 1..27 into the body, t28 and t29 into the suffix 48 + 4·t28 + t29.
+// UsageError when the id is outside the sphere.
+std::uint64_t point_from_nested29(std::uint64_t nested_id);
+
 // Decimal ids (spec §3.2): ["-"] base-digit *order-digit ["p"].
 std::string to_decimal(std::uint64_t word);
 std::uint64_t parse_decimal(std::string_view text, Source source = Source::User);

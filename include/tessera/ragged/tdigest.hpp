@@ -29,20 +29,30 @@ void decode_into(std::span<const std::byte> payload, std::string_view what, Dige
 // The [RD-5] checks: finite means and weights, weights > 0, means non-decreasing (FormatError
 // naming `what` and the row).
 void validate(const Digest& d, std::string_view what);
+// decode_into then validate, in one pass over the payload (same results, same errors).
+void decode_checked_into(std::span<const std::byte> payload, std::string_view what, Digest& out);
 
 // numpy's float64 `np.sum` order (pairwise, 8-way unrolled blocks of up to 128).
 double pairwise_sum(std::span<const double> values) noexcept;
 
 // Quantile q of a digest (spec §5.3); NaN for an empty digest.
 double quantile(const Digest& d, double q) noexcept;
+// quantile(d, qa) and quantile(d, qb) in one walk, given total = pairwise_sum(d.weights).
+struct QuantilePair {
+  double a = 0, b = 0;
+};
+QuantilePair quantiles(const Digest& d, double qa, double qb, double total) noexcept;
 
 // The CDF of a digest at sorted points `x` (numpy `interp(x, means, knots, 0, W)`); the knots and
 // total are computed once. Empty digest → NaN everywhere.
 void cdf(const Digest& d, std::span<const double> x, std::span<double> out);
 
 // Counts per bin for edges z_lo + res·i (i = 0..n_bins): max(0, CDF(e_{i+1}) − CDF(e_i)).
-// An empty digest gives zeros. `scratch` avoids allocations across calls.
+// An empty digest gives zeros. `scratch` avoids allocations across calls; the overload taking
+// `total` (= pairwise_sum(d.weights)) skips recomputing it.
 void rasterize(const Digest& d, double z_lo, double res, std::uint32_t n_bins, std::span<double> out,
+               std::vector<double>& scratch);
+void rasterize(const Digest& d, double total, double z_lo, double res, std::uint32_t n_bins, std::span<double> out,
                std::vector<double>& scratch);
 
 }  // namespace tessera::ragged::tdigest

@@ -8,8 +8,10 @@
 //
 // Usage contract:
 //  1. declare every dataset with `add_dataset` (the index size must be known before any data);
-//  2. give the data dataset by dataset in id order, either whole (`write_dataset`) or one chunk
-//     row at a time (`write_chunk_row`, rows in order), so files larger than RAM can be written;
+//  2. give the data dataset by dataset in id order, either whole (`write_dataset`), one chunk
+//     row at a time (`write_chunk_row`, rows in order), or — raw codec only — as the tiles
+//     themselves in index order, in parts cut anywhere (`append_raw_tiles`), so files larger than
+//     RAM can be written, and even a single tile larger than RAM streams through a small buffer;
 //  3. `commit()` appends the footer, patches the superblock and index, and commits the sink.
 // Calls out of order throw UsageError and leave the writer usable; an I/O or codec failure while
 // writing leaves it failed (every later call throws). A writer destroyed without `commit()` never
@@ -86,6 +88,16 @@ class TetWriter {
   // order; the slab is cut into clipped tiles (compressed in parallel for zstd) and written out
   // before the call returns, so the caller may reuse the buffer.
   void write_chunk_row(std::uint32_t id, std::uint64_t row, std::span<const std::byte> slab);
+
+  // The next `bytes` of raw-codec dataset `id`'s payloads: its clipped tiles (§1.5) in index order
+  // (grid row-major), each tile's elements row-major, back to back with no padding. A call may
+  // begin and end anywhere, also inside a tile, so one tile can be given in many parts (a
+  // whole-array tile larger than memory, a row slab at a time) and many small tiles in one call.
+  // A raw payload is the tile bytes (§1.7: stored = raw length, no checksum), so each tile's index
+  // entry is known when its first byte arrives and every call is one sink write; nothing is
+  // buffered. Chunk rows (`write_chunk_row`) may follow only at a chunk row boundary. Throws
+  // UsageError for a zstd dataset or for more bytes than the dataset has left.
+  void append_raw_tiles(std::uint32_t id, std::span<const std::byte> bytes);
 
   // Appends the footer (when there is history or metadata), sets flag bit 0 accordingly, writes
   // the final superblock and index, and commits the sink. Throws UsageError when a dataset is

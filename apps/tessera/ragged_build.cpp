@@ -1,0 +1,170 @@
+// `tessera ragged build --input PATH... --out STORE [options]` (spec zagg-ragged.md §8.4): point
+// observations → t-digests → a morton-hive store, one committed leaf per shard. The JSON report
+// goes to stdout; a progress bar goes to stderr only when stderr is a terminal. Option conflicts
+// are rejected before any data is touched (exit 2).
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "ragged_common.hpp"
+#include "tessera/ragged/build.hpp"
+#include "tessera/version.hpp"
+
+namespace tessera::cli {
+namespace {
+
+struct BuildArgs {
+  ragged::build::BuildOptions o;
+  std::string out;
+  std::optional<std::string> time_format;
+  std::optional<std::string> gain_name, gain_version;
+  std::optional<int> chunk_order;
+  std::string latitude = "authalic";
+  std::string layout = "hive";
+  std::string field = "h_tdigest";
+  double delta = 8192;
+  bool located = false, timed = false, stats = false, unsharded = false;
+  std::optional<std::string> per_cell_time;
+  std::string stats_prefix = "h";
+};
+
+void draw_progress(const ragged::build::BuildProgress& p) {
+  constexpr int kWidth = 30;
+  const bool reading = p.phase == ragged::build::BuildProgress::Phase::Reading;
+  const int filled = p.total == 0 ? 0 : static_cast<int>(kWidth * std::min(p.done, p.total) / p.total);
+  const std::string bar = std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
+  const std::string of = p.total ? fmt::format("{}/{}", p.done, p.total) : fmt::format("{}", p.done);
+  write_stream(stderr, fmt::format("\r\033[Kbuild [{}] {} {}", bar, of, reading ? "rows read" : "shards written"));
+}
+
+// Turns the parsed flags into build options; CLI::ValidationError (exit 2) for conflicts.
+ragged::build::BuildOptions options_of(BuildArgs& a) {
+  ragged::build::BuildOptions o = a.o;
+  if (a.layout == "flat") throw CLI::ValidationError("--layout", "flat stores are not written yet (only hive)");
+  if (a.o.weight_col && !(a.gain_name && a.gain_version))
+    throw CLI::ValidationError("--weight-col", "a flux field needs --gain-name and --gain-version");
+  if (!a.o.weight_col && (a.gain_name || a.gain_version)) throw CLI::ValidationError("--gain-name", "applies to --weight-col only");
+  if (a.o.sigma_col && !a.stats) throw CLI::ValidationError("--sigma-col", "needs --stats");
+  if ((a.timed || a.per_cell_time || a.time_format) && !a.o.time_col)
+    throw CLI::ValidationError("--time-col", "--timed, --per-cell-time and --time-format need --time-col");
+  if (a.time_format) o.time_format = ragged::build::parse_time_format(*a.time_format);
+  ragged::LeafGeometry& g = o.leaf.geometry;
+  g.chunk_order = a.chunk_order ? *a.chunk_order : std::min(g.cell_order, g.shard_order + 4);
+  g.unsharded = a.unsharded;
+  ragged::FieldSpec field;
+  field.name = a.field;
+  field.delta = a.delta;
+  field.flux = a.o.weight_col.has_value();
+  if (field.flux) field.gain = codec::json::Json{{"name", *a.gain_name}, {"version", *a.gain_version}};
+  field.located = a.located;
+  field.timed = a.o.time_col.has_value();
+  o.leaf.fields = {field};
+  o.leaf.stats.enabled = a.stats;
+  o.leaf.stats.prefix = a.stats_prefix;
+  o.leaf.stats.sigma = a.o.sigma_col.has_value();
+  o.leaf.per_cell_time = a.per_cell_time;
+  o.leaf.latitude = ragged::geo::parse_latitude(a.latitude);
+  o.writer = std::string("tessera ") + kVersion;
+  try {
+    o.leaf.validate();
+  } catch (const UsageError& e) {
+    throw CLI::ValidationError("ragged build", e.what());
+  }
+  return o;
+}
+
+void print_report(const ragged::build::BuildReport& r, const std::string& out) {
+  ragged_cli::print_json([&](codec::json::JsonWriter& w) {
+    w.begin_object();
+    w.key("store").value(out);
+    w.key("semantic_hash").value(r.semantic_hash);
+    w.key("shards_written").value(static_cast<std::uint64_t>(r.leaves.size()));
+    w.key("cells_with_data").value(r.cells_with_data);
+    w.key("rows").begin_object();
+    w.key("read").value(r.rows_read);
+    w.key("accepted").value(r.rows_accepted);
+    std::uint64_t rejected = 0;
+    for (const auto& [reason, n] : r.rejected) rejected += n;
+    w.key("rejected").value(rejected);
+    w.key("rejected_by_reason").begin_object();
+    for (const auto& [reason, n] : r.rejected) w.key(reason).value(n);
+    w.end_object();
+    w.end_object();
+    w.key("leaves").begin_array();
+    for (const auto& leaf : r.leaves) {
+      w.begin_object();
+      w.key("shard").value(ragged::morton::to_decimal(leaf.shard));
+      w.key("leaf").value(leaf.leaf);
+      w.key("cells_with_data").value(leaf.cells_with_data);
+      w.key("observations").value(leaf.observations);
+      w.key("combined_hash").value(leaf.combined_hash);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("warnings").begin_array();
+    for (const auto& warning : r.warnings) w.value(warning);
+    w.end_array();
+    w.key("elapsed_seconds").value(r.elapsed_seconds);
+    w.end_object();
+  });
+}
+
+}  // namespace
+
+void register_ragged_build(CLI::App& ragged, int& rc) {
+  auto a = std::make_shared<BuildArgs>();
+  CLI::App* cmd = ragged.add_subcommand("build", "Build a morton-hive store of t-digests from point observations (CSV or .npy columns)");
+  cmd->add_option("--input", a->o.inputs, "CSV file with a header row, or a directory of .npy columns (repeatable)")->required();
+  cmd->add_option("--out", a->out, "hive store to create or add leaves to")->required();
+  cmd->add_option("--lat-col", a->o.lat_col, "latitude column, degrees (default lat)");
+  cmd->add_option("--lon-col", a->o.lon_col, "longitude column, degrees (default lon)");
+  cmd->add_option("--value-col", a->o.value_col, "value column")->required();
+  cmd->add_option("--time-col", a->o.time_col, "time column (writes the _times companion)");
+  cmd->add_option("--time-format", a->time_format, "iso | unix-ns | gps-ns | toc-ns (default iso)")
+      ->check(CLI::IsMember({"iso", "unix-ns", "gps-ns", "toc-ns"}));
+  cmd->add_option("--weight-col", a->o.weight_col, "flux weight column (the field's weights become flux)");
+  cmd->add_option("--gain-name", a->gain_name, "gain name of a flux field");
+  cmd->add_option("--gain-version", a->gain_version, "gain version of a flux field");
+  cmd->add_option("--cell-order", a->o.leaf.geometry.cell_order, "cell order (default 19)")->check(CLI::Range(0, 29));
+  cmd->add_option("--shard-order", a->o.leaf.geometry.shard_order, "shard order (default 9)")->check(CLI::Range(0, 29));
+  cmd->add_option("--chunk-order", a->chunk_order, "inner chunk order (default min(cell order, shard order + 4))")->check(CLI::Range(0, 29));
+  cmd->add_flag("--stats", a->stats, "also write dense per-cell statistics (min, max, mean, variance, quartiles)");
+  cmd->add_option("--stats-prefix", a->stats_prefix, "prefix of the statistics arrays (default h)");
+  cmd->add_option("--sigma-col", a->o.sigma_col, "per-row sigma: inverse-variance weighted mean and {prefix}_sigma");
+  cmd->add_flag("--strict", a->o.strict, "stop at the first bad row instead of counting it");
+  cmd->add_option("--field", a->field, "field name (default h_tdigest)");
+  cmd->add_option("--delta", a->delta, "t-digest compression delta (default 8192)")->check(CLI::Range(1.0, 1e9));
+  cmd->add_flag("--located", a->located, "write the _locations companion (point words, common ancestors)");
+  cmd->add_flag("--timed", a->timed, "write the _times companion (implied by --time-col)");
+  cmd->add_option("--per-cell-time", a->per_cell_time, "also write a dense per-cell toc array of this name");
+  cmd->add_option("--latitude", a->latitude, "authalic | geodetic-spherical (default authalic)")
+      ->check(CLI::IsMember({"authalic", "geodetic-spherical"}));
+  cmd->add_option("--dataset-name", a->o.dataset_name, "manifest dataset short name (default TESSERA)");
+  cmd->add_option("--dataset-version", a->o.dataset_version, "manifest dataset version (default 1)");
+  cmd->add_flag("--unsharded", a->unsharded, "one object per inner chunk instead of one shard object per array");
+  cmd->add_option("--layout", a->layout, "hive | flat (default hive)")->check(CLI::IsMember({"hive", "flat"}));
+  cmd->add_flag("--overwrite", a->o.overwrite, "replace committed leaves (atomically)");
+  cmd->add_flag("--zagg-identical-metadata", a->o.leaf.zagg_identical_metadata, "omit dggs.latitude from the leaf groups");
+  cmd->add_option("--threads", a->o.threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->callback([a, &rc] {
+    ragged::build::BuildOptions o = options_of(*a);
+    const bool tty = ::isatty(STDERR_FILENO) == 1;
+    ragged::build::BuildReport report;
+    try {
+      report = ragged::build::run(a->out, std::move(o), tty ? ragged::build::ProgressSink(draw_progress) : ragged::build::ProgressSink());
+    } catch (...) {
+      if (tty) write_stream(stderr, "\r\033[K");
+      throw;
+    }
+    if (tty) write_stream(stderr, "\r\033[K");
+    print_report(report, a->out);
+    rc = 0;
+  });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,90 @@
+// Building a morton-hive store from point observations (spec §6.1, §6.4, §8.4): the library side
+// of `tessera ragged build`.
+//
+// Two passes keep memory bounded by one shard's rows:
+//   1. read every input (CSV files with a header row, or directories of `.npy` columns) in
+//      blocks, geocode each row (in parallel), reject bad rows (counted by reason; `strict`
+//      stops at the first, naming its file and row, before any leaf is written), and spill the
+//      accepted rows to one file per shard below a hidden working directory of the store;
+//   2. for each shard in ascending word order: load its rows, counting-sort them by cell
+//      (stable: a cell's rows keep their input order), aggregate and encode the read chunks in
+//      parallel (digests §6.3, counts, dense statistics §6.1a, per-cell times), and commit the
+//      leaf (leaf_writer.hpp).
+// The manifest is written (or checked) before the first leaf and the root coverage MOC after the
+// last one.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/ragged/leaf_writer.hpp"
+
+namespace tessera::ragged::build {
+
+enum class TimeFormat : std::uint8_t { Iso, UnixNs, GpsNs, TocNs };
+// "iso" | "unix-ns" | "gps-ns" | "toc-ns" (UsageError otherwise).
+TimeFormat parse_time_format(std::string_view name);
+
+struct BuildOptions {
+  std::vector<std::string> inputs;  // CSV files or directories of .npy columns
+  std::string lat_col = "lat";
+  std::string lon_col = "lon";
+  std::string value_col;            // required
+  std::optional<std::string> time_col;
+  TimeFormat time_format = TimeFormat::Iso;
+  std::optional<std::string> weight_col;  // makes the field flux
+  std::optional<std::string> sigma_col;   // §6.1a weighted mean and sigma (needs stats)
+  bool strict = false;
+
+  // The leaf layout: geometry, the one field, statistics, per-cell time, latitude convention,
+  // metadata flavour. `granule_count` and `semantic_hash` are filled in by `run`.
+  LeafSpec leaf;
+  std::string dataset_name = "TESSERA";
+  std::string dataset_version = "1";
+  bool overwrite = false;
+  unsigned threads = 0;             // 0: all hardware threads
+  std::string writer = "tessera";   // the stats record's `writer`
+};
+
+// A row refused before aggregation, by reason: non_finite_coordinate, latitude_out_of_range,
+// non_finite_value, bad_weight, bad_sigma, bad_time.
+struct LeafSummary {
+  std::uint64_t shard = 0;
+  std::string leaf;
+  std::uint64_t cells_with_data = 0;
+  std::uint64_t observations = 0;
+  std::string combined_hash;
+};
+
+struct BuildReport {
+  std::string semantic_hash;
+  std::vector<LeafSummary> leaves;
+  std::uint64_t rows_read = 0;
+  std::uint64_t rows_accepted = 0;
+  std::map<std::string, std::uint64_t> rejected;  // reason → rows
+  std::uint64_t cells_with_data = 0;
+  double elapsed_seconds = 0;
+  std::vector<std::string> warnings;
+};
+
+struct BuildProgress {
+  enum class Phase : std::uint8_t { Reading, Writing } phase = Phase::Reading;
+  std::uint64_t done = 0;   // rows read, or shards written
+  std::uint64_t total = 0;  // rows to read (0 when unknown), or shards to write
+};
+using ProgressSink = std::function<void(const BuildProgress&)>;
+
+// The manifest's semantic hash (spec §6.1 step 8, RD-8): sha256 of the canonical JSON of the
+// build parameters that decide what a leaf means.
+std::string semantic_hash(const LeafSpec& leaf);
+
+// Runs the build into the directory `out` (created when missing). UsageError: bad options, a
+// column missing from an input, a frozen manifest key that differs, a committed leaf without
+// `overwrite`; FormatError: an unreadable input, or the first bad row under `strict`.
+BuildReport run(const std::string& out, BuildOptions options, const ProgressSink& progress = {});
+
+}  // namespace tessera::ragged::build

@@ -1,0 +1,367 @@
+// `ragged build` (spec §6.1, §8.4): inputs → geocoded rows spilled per shard → one committed leaf
+// per shard, with bounded memory and parallel geocoding and chunk aggregation.
+#include "tessera/ragged/build.hpp"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "build_input.hpp"
+#include "cell_stats.hpp"
+#include "tessera/codec/checksum.hpp"
+#include "tessera/core/endian.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/ragged/geocode.hpp"
+#include "tessera/ragged/hive.hpp"
+#include "tessera/ragged/hive_writer.hpp"
+#include "tessera/ragged/toc.hpp"
+
+namespace tessera::ragged::build {
+
+using codec::json::Json;
+namespace fs = std::filesystem;
+
+TimeFormat parse_time_format(std::string_view name) {
+  if (name == "iso") return TimeFormat::Iso;
+  if (name == "unix-ns") return TimeFormat::UnixNs;
+  if (name == "gps-ns") return TimeFormat::GpsNs;
+  if (name == "toc-ns") return TimeFormat::TocNs;
+  throw UsageError("time format '" + std::string(name) + "': expected iso, unix-ns, gps-ns or toc-ns");
+}
+
+std::string semantic_hash(const LeafSpec& leaf) {
+  Json fields = Json::array();
+  for (const FieldSpec& f : leaf.fields) {
+    Json j = {{"name", f.name},
+              {"element", {{"dtype", "float32"}, {"shape", {-1, 2}}}},
+              {"weights", f.flux ? "flux" : "counts"},
+              {"located", f.located},
+              {"timed", f.timed},
+              {"delta", f.delta}};
+    if (f.flux && f.gain) j["gain"] = *f.gain;
+    fields.push_back(std::move(j));
+  }
+  Json doc = {{"writer", "tessera-ragged/1"},
+              {"cell_order", leaf.geometry.cell_order},
+              {"chunk_order", leaf.geometry.chunk_order},
+              {"shard_order", leaf.geometry.shard_order},
+              {"latitude", geo::dggs_token(leaf.latitude)},
+              {"fields", fields}};
+  if (leaf.stats.enabled) doc["stats"] = {{"prefix", leaf.stats.prefix}, {"sigma", leaf.stats.sigma}};
+  if (leaf.per_cell_time) doc["per_cell_time"] = *leaf.per_cell_time;
+  return codec::sha256_hex(codec::as_bytes(codec::json::dump(doc, codec::json::DumpOptions::python_canonical())));
+}
+
+namespace {
+
+// One accepted row as spilled: u64 order-29 NESTED id, f64 value, then f64 weight, f64 sigma,
+// u64 toc word when those columns are read.
+struct RecordLayout {
+  bool weight = false, sigma = false, time = false;
+  std::size_t size() const noexcept { return 16 + 8 * (std::size_t{weight} + sigma + time); }
+  std::size_t weight_at() const noexcept { return 16; }
+  std::size_t sigma_at() const noexcept { return 16 + 8 * std::size_t{weight}; }
+  std::size_t time_at() const noexcept { return 16 + 8 * (std::size_t{weight} + sigma); }
+};
+
+// Per-shard spill files in a hidden working directory of the output store (listings skip it).
+class Spill {
+ public:
+  Spill(const fs::path& out, std::size_t record) : dir_(out / (".tessera-build-" + std::to_string(::getpid()))), record_(record) {
+    // Working directories of builds that were killed (their process is gone).
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(out, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(".tessera-build-", 0) != 0) continue;
+      const long pid = std::strtol(name.c_str() + 15, nullptr, 10);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+    }
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  ~Spill() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  void add(std::uint64_t shard, const std::byte* record) {
+    auto& buffer = buffers_[shard];
+    buffer.insert(buffer.end(), record, record + record_);
+    buffered_ += record_;
+    if (buffered_ >= kFlushBytes) flush();
+  }
+  void flush() {
+    for (auto& [shard, buffer] : buffers_) {
+      if (buffer.empty()) continue;
+      std::ofstream f(file_of(shard), std::ios::binary | std::ios::app);
+      f.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
+      if (!f) throw IoError("cannot write the spill file", file_of(shard).string());
+      buffer.clear();
+      buffer.shrink_to_fit();
+    }
+    buffered_ = 0;
+  }
+  std::vector<std::uint64_t> shards() const {
+    std::vector<std::uint64_t> out;
+    for (const auto& [shard, buffer] : buffers_) out.push_back(shard);
+    return out;  // std::map: ascending NESTED id = ascending word within the order
+  }
+  // A shard's records; its file is removed.
+  std::vector<std::byte> take(std::uint64_t shard) {
+    const fs::path path = file_of(shard);
+    std::vector<std::byte> out(fs::file_size(path));
+    std::ifstream f(path, std::ios::binary);
+    f.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
+    if (!f) throw IoError("cannot read the spill file", path.string());
+    fs::remove(path);
+    return out;
+  }
+
+ private:
+  static constexpr std::size_t kFlushBytes = std::size_t{16} << 20;
+  fs::path file_of(std::uint64_t shard) const { return dir_ / (std::to_string(shard) + ".bin"); }
+  fs::path dir_;
+  std::size_t record_;
+  std::map<std::uint64_t, std::vector<std::byte>> buffers_;
+  std::size_t buffered_ = 0;
+};
+
+enum class Fault : std::uint8_t { Ok, NonFiniteCoordinate, LatitudeOutOfRange, NonFiniteValue, BadWeight, BadSigma, BadTime };
+
+const char* reason_of(Fault f) {
+  switch (f) {
+    case Fault::NonFiniteCoordinate: return "non_finite_coordinate";
+    case Fault::LatitudeOutOfRange: return "latitude_out_of_range";
+    case Fault::NonFiniteValue: return "non_finite_value";
+    case Fault::BadWeight: return "bad_weight";
+    case Fault::BadSigma: return "bad_sigma";
+    case Fault::BadTime: return "bad_time";
+    case Fault::Ok: break;
+  }
+  return "ok";
+}
+
+std::string describe(Fault f, const detail::RowBlock& b, std::size_t i) {
+  switch (f) {
+    case Fault::NonFiniteCoordinate:
+    case Fault::LatitudeOutOfRange:
+      return "coordinates (" + std::to_string(b.lat[i]) + ", " + std::to_string(b.lon[i]) + ") are " +
+             (f == Fault::NonFiniteCoordinate ? "not finite" : "outside latitude [-90, 90]");
+    case Fault::NonFiniteValue: return "the value is missing or not finite";
+    case Fault::BadWeight: return "the weight is not a positive finite number";
+    case Fault::BadSigma: return "sigma is not a positive finite number";
+    case Fault::BadTime: return "the time does not parse or lies outside the toc range";
+    case Fault::Ok: break;
+  }
+  return "";
+}
+
+// The cells of one read chunk from the shard's rows, sorted by cell (`order`, `offsets`).
+ChunkData aggregate_chunk(const LeafSpec& spec, std::uint64_t chunk, const std::vector<std::byte>& records, const RecordLayout& layout,
+                          const std::vector<std::uint32_t>& order, const std::vector<std::uint32_t>& offsets) {
+  ChunkData d = make_chunk(spec, chunk);
+  const FieldSpec& field = spec.fields.front();
+  const std::vector<Stat> stats = spec.stats.stats();
+  const std::uint64_t c = spec.geometry.chunk_cells();
+  std::vector<double> values, weights, sigmas, scratch;
+  std::vector<std::uint64_t> locations, times;
+  std::vector<float> stat_values(stats.size());
+  const bool need_times = field.timed || spec.per_cell_time.has_value();
+  for (std::uint64_t i = 0; i < c; ++i) {
+    const std::uint64_t cell = chunk * c + i;
+    const std::uint32_t begin = offsets[cell], end = offsets[cell + 1];
+    if (begin == end) continue;
+    values.clear();
+    weights.clear();
+    sigmas.clear();
+    locations.clear();
+    times.clear();
+    for (std::uint32_t k = begin; k < end; ++k) {
+      const std::byte* r = records.data() + std::size_t{order[k]} * layout.size();
+      values.push_back(load_le<double>(r + 8));
+      if (layout.weight) weights.push_back(load_le<double>(r + layout.weight_at()));
+      if (layout.sigma) sigmas.push_back(load_le<double>(r + layout.sigma_at()));
+      if (field.located) locations.push_back(morton::point_from_nested29(load_le<std::uint64_t>(r)));
+      if (need_times) times.push_back(load_le<std::uint64_t>(r + layout.time_at()));
+    }
+    d.count[i] = static_cast<std::int32_t>(end - begin);
+    d.digests[0][i] = tdigest::build(values, field.delta, weights, locations, field.timed ? std::span<const std::uint64_t>(times)
+                                                                                         : std::span<const std::uint64_t>());
+    if (!stats.empty()) {
+      ragged::detail::cell_stats(values, sigmas, stats, stat_values, scratch);
+      for (std::size_t s = 0; s < stats.size(); ++s) d.stats[s][i] = stat_values[s];
+    }
+    if (spec.per_cell_time) {
+      std::uint64_t t = times.front();
+      for (const std::uint64_t w : times) t = toc::join(t, w);
+      d.cell_times[i] = t;
+    }
+  }
+  return d;
+}
+
+void check_options(const BuildOptions& o) {
+  if (o.inputs.empty()) throw UsageError("ragged build: at least one --input is needed");
+  if (o.value_col.empty()) throw UsageError("ragged build: --value-col is required");
+  if (o.leaf.fields.size() != 1) throw UsageError("ragged build: exactly one field is built from the value column");
+  const FieldSpec& f = o.leaf.fields.front();
+  if (f.flux != o.weight_col.has_value()) throw UsageError("ragged build: a flux field is built exactly when --weight-col is given");
+  if (f.timed && !o.time_col) throw UsageError("ragged build: --timed needs --time-col");
+  if (o.leaf.per_cell_time && !o.time_col) throw UsageError("ragged build: --per-cell-time needs --time-col");
+  if (o.sigma_col && !o.leaf.stats.sigma) throw UsageError("ragged build: --sigma-col needs --stats");
+  o.leaf.validate();
+}
+
+}  // namespace
+
+BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& progress) {
+  const auto started = std::chrono::steady_clock::now();
+  check_options(o);
+  o.leaf.granule_count = o.inputs.size();
+  o.leaf.semantic_hash = semantic_hash(o.leaf);
+  BuildReport report;
+  report.semantic_hash = o.leaf.semantic_hash;
+  fs::create_directories(out);
+  io::DirectoryStore store(out);
+  const LeafGeometry& g = o.leaf.geometry;
+  hive::write_or_check_manifest(store, {o.dataset_name, o.dataset_version, o.leaf.semantic_hash, g.cell_order, g.shard_order});
+
+  const int threads = o.threads ? static_cast<int>(o.threads) : tbb::task_arena::automatic;
+  tbb::task_arena arena(threads);
+  const detail::Columns columns{o.lat_col, o.lon_col, o.value_col, o.time_col, o.weight_col, o.sigma_col, o.time_format};
+  RecordLayout layout{o.weight_col.has_value(), o.sigma_col.has_value(), o.time_col.has_value()};
+  Spill spill(out, layout.size());
+
+  // Pass 1: read, geocode, check, spill.
+  std::uint64_t total_rows = 0;
+  for (const std::string& input : o.inputs) {
+    const auto n = detail::row_count(input, columns);
+    total_rows = n && total_rows != UINT64_MAX ? total_rows + *n : UINT64_MAX;
+  }
+  const int shard_shift = 2 * (morton::kMaxOrder - g.shard_order);
+  std::vector<std::uint64_t> ids;
+  std::vector<Fault> faults;
+  std::vector<std::byte> record(layout.size());
+  for (std::size_t file = 0; file < o.inputs.size(); ++file) {
+    detail::read_input(o.inputs[file], file, columns, std::size_t{1} << 18, [&](detail::RowBlock& b) {
+      const std::size_t n = b.size();
+      ids.resize(n);
+      faults.resize(n);
+      arena.execute([&] {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 4096), [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t i = r.begin(); i < r.end(); ++i) {
+            Fault f = Fault::Ok;
+            switch (geo::check_coordinates(b.lat[i], b.lon[i])) {
+              case geo::CoordinateFault::NonFinite: f = Fault::NonFiniteCoordinate; break;
+              case geo::CoordinateFault::LatitudeOutOfRange: f = Fault::LatitudeOutOfRange; break;
+              case geo::CoordinateFault::Ok: break;
+            }
+            if (f == Fault::Ok && !std::isfinite(b.value[i])) f = Fault::NonFiniteValue;
+            if (f == Fault::Ok && layout.weight && !(std::isfinite(b.weight[i]) && b.weight[i] > 0)) f = Fault::BadWeight;
+            if (f == Fault::Ok && layout.sigma && !(std::isfinite(b.sigma[i]) && b.sigma[i] > 0)) f = Fault::BadSigma;
+            if (f == Fault::Ok && layout.time && b.time[i] == 0) f = Fault::BadTime;
+            faults[i] = f;
+            if (f == Fault::Ok) ids[i] = *geo::point_nested29(b.lat[i], b.lon[i], o.leaf.latitude);
+          }
+        });
+      });
+      for (std::size_t i = 0; i < n; ++i) {
+        ++report.rows_read;
+        if (faults[i] != Fault::Ok) {
+          if (o.strict)
+            throw FormatError(o.inputs[file] + ": row " + std::to_string(b.first_row + i) + ": " + describe(faults[i], b, i) +
+                                  " (--strict stops at the first bad row; no leaf was written)",
+                              o.inputs[file], "input row");
+          ++report.rejected[reason_of(faults[i])];
+          continue;
+        }
+        ++report.rows_accepted;
+        store_le<std::uint64_t>(record.data(), ids[i]);
+        store_le<double>(record.data() + 8, b.value[i]);
+        if (layout.weight) store_le<double>(record.data() + layout.weight_at(), b.weight[i]);
+        if (layout.sigma) store_le<double>(record.data() + layout.sigma_at(), b.sigma[i]);
+        if (layout.time) store_le<std::uint64_t>(record.data() + layout.time_at(), b.time[i]);
+        spill.add(ids[i] >> shard_shift, record.data());
+      }
+      if (progress) progress({BuildProgress::Phase::Reading, report.rows_read, total_rows == UINT64_MAX ? 0 : total_rows});
+    });
+  }
+  spill.flush();
+
+  // Pass 2: one leaf per shard, in ascending word order. Without `overwrite` every target is
+  // checked first, so a refused build writes no leaf at all.
+  const std::vector<std::uint64_t> shards = spill.shards();
+  if (!o.overwrite)
+    for (const std::uint64_t s : shards)
+      if (is_leaf_committed(store, morton::from_nested(s, g.shard_order)))
+        throw UsageError(out + "/" + hive::leaf_path(morton::from_nested(s, g.shard_order)) +
+                         ": a committed leaf already exists (use --overwrite to replace it)");
+  const int cell_shift = 2 * (morton::kMaxOrder - g.cell_order);
+  const std::uint64_t cells = g.cells(), chunks = g.chunks();
+  std::vector<std::uint64_t> written;
+  std::map<std::uint64_t, std::uint64_t> shard_times;
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    const std::vector<std::byte> records = spill.take(shards[s]);
+    const std::size_t n = records.size() / layout.size();
+    if (n > UINT32_MAX) throw LimitError("ragged build: more than 2^32 rows in one shard");
+    const std::uint64_t base = shards[s] << (2 * g.depth());
+    // Counting sort by cell: stable, so a cell's rows keep their input order.
+    std::vector<std::uint32_t> offsets(cells + 1, 0), order(n);
+    std::vector<std::uint32_t> cell_of(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      cell_of[i] = static_cast<std::uint32_t>((load_le<std::uint64_t>(records.data() + i * layout.size()) >> cell_shift) - base);
+      ++offsets[cell_of[i] + 1];
+    }
+    for (std::uint64_t c = 0; c < cells; ++c) offsets[c + 1] += offsets[c];
+    {
+      std::vector<std::uint32_t> next(offsets.begin(), offsets.end() - 1);
+      for (std::size_t i = 0; i < n; ++i) order[next[cell_of[i]]++] = static_cast<std::uint32_t>(i);
+    }
+    cell_of = {};
+    LeafWriter writer(store, o.leaf, morton::from_nested(shards[s], g.shard_order), o.overwrite);
+    std::mutex add_mutex;
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, chunks, 1), [&](const tbb::blocked_range<std::uint64_t>& r) {
+        for (std::uint64_t k = r.begin(); k < r.end(); ++k) {
+          const std::uint64_t c = g.chunk_cells();
+          if (offsets[k * c] == offsets[(k + 1) * c]) continue;  // no observation in this chunk
+          EncodedChunk encoded = writer.encode(aggregate_chunk(o.leaf, k, records, layout, order, offsets));
+          const std::lock_guard lock(add_mutex);
+          writer.add(std::move(encoded));
+        }
+      });
+    });
+    LeafReport leaf;
+    arena.execute([&] { leaf = writer.commit(o.writer); });  // the hashes honour `threads` too
+    report.warnings.insert(report.warnings.end(), leaf.warnings.begin(), leaf.warnings.end());
+    if (leaf.written) {
+      written.push_back(leaf.shard);
+      report.cells_with_data += leaf.cells_with_data;
+      report.leaves.push_back({leaf.shard, leaf.leaf_key, leaf.cells_with_data, leaf.observations, leaf.hashes.combined});
+      if (o.leaf.any_timed() && leaf.time_join) shard_times[leaf.shard] = leaf.time_join;
+    }
+    if (progress) progress({BuildProgress::Phase::Writing, s + 1, shards.size()});
+  }
+  if (!written.empty()) {
+    std::vector<std::string> timed_fields;
+    for (const FieldSpec& f : o.leaf.fields)
+      if (f.timed) timed_fields.push_back(f.name);
+    hive::update_root_moc(store, g.shard_order, written, shard_times, timed_fields, hive::utc_now_iso());
+  }
+  report.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return report;
+}
+
+}  // namespace tessera::ragged::build

@@ -1,0 +1,47 @@
+// Reading the point inputs of `ragged build` (private to the ragged module): CSV files with a
+// header row, or directories holding one `.npy` file per column, delivered in blocks of rows.
+// Values are widened to float64; a field that does not parse is NaN (and its row is refused by
+// the caller with the reason of that column); times become toc words (0 when unparsable).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/ragged/build.hpp"
+
+namespace tessera::ragged::build::detail {
+
+struct Columns {
+  std::string lat, lon, value;
+  std::optional<std::string> time, weight, sigma;
+  TimeFormat time_format = TimeFormat::Iso;
+};
+
+struct RowBlock {
+  std::size_t file = 0;         // index of the input
+  std::uint64_t first_row = 0;  // 1-based data row (CSV: header excluded) of element 0
+  std::vector<double> lat, lon, value;
+  std::vector<double> weight, sigma;  // empty when the column is not read
+  std::vector<std::uint64_t> time;    // toc words; empty when not read; 0 = unparsable
+  std::size_t size() const noexcept { return lat.size(); }
+  void clear();
+};
+
+// Calls `sink` for each block of at most `block_rows` rows of input `path`. UsageError: a
+// requested column is missing; FormatError: a malformed file (ragged CSV row, bad .npy, columns
+// of different lengths); IoError: unreadable.
+void read_input(const std::string& path, std::size_t file_index, const Columns& columns, std::size_t block_rows,
+                const std::function<void(RowBlock&)>& sink);
+
+// The number of rows when known without parsing (.npy directories), for progress reports.
+std::optional<std::uint64_t> row_count(const std::string& path, const Columns& columns);
+
+// A toc word of a time text in `format` (0 when it does not parse or is out of range).
+std::uint64_t parse_time(std::string_view text, TimeFormat format) noexcept;
+// A toc word of an integer nanosecond count in `format` (not Iso).
+std::uint64_t time_of_ns(std::int64_t ns, TimeFormat format) noexcept;
+
+}  // namespace tessera::ragged::build::detail

@@ -1,0 +1,455 @@
+// The hive leaf writer (spec §6.1, §6.2): chunk encoding, shard assembly, coverage, stamp, the
+// atomic swap of the temporary prefix, and the stats sidecar.
+#include "tessera/ragged/leaf_writer.hpp"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include <oneapi/tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "tessera/codec/checksum.hpp"
+#include "tessera/core/endian.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/ragged/hive.hpp"
+#include "tessera/ragged/hive_writer.hpp"
+#include "tessera/ragged/leaf_meta.hpp"
+#include "tessera/ragged/toc.hpp"
+
+namespace tessera::ragged {
+
+using codec::json::Json;
+namespace fs = std::filesystem;
+
+namespace {
+
+enum class Kind : std::uint8_t { Morton, Count, Stat, CellTime, Payload, Locations, Times };
+
+void check_name(const std::string& name, const char* what) {
+  if (name.empty() || !io::is_valid_key(name) || name.find('/') != std::string::npos || name.front() == '.')
+    throw UsageError(std::string(what) + " '" + name + "' is not a single store key component");
+}
+
+// The parent node of a key ("" at the root) and its last component.
+std::string parent_of(const std::string& key) {
+  const auto cut = key.rfind('/');
+  return cut == std::string::npos ? std::string() : key.substr(0, cut);
+}
+std::string basename_of(const std::string& key) {
+  const auto cut = key.rfind('/');
+  return cut == std::string::npos ? key : key.substr(cut + 1);
+}
+
+// Writes the objects of a leaf under construction. Nothing below the temporary prefix is visible
+// to readers before the swap, so its objects need no per-object atomic rename and fsync (which
+// cost two fsyncs each and dominated the build): they are written in place, and the whole leaf
+// is flushed with one syncfs before the swap. Reads and everything else go to the hive's store.
+class StagingStore final : public io::Store {
+ public:
+  explicit StagingStore(io::DirectoryStore& hive) : hive_(hive) {}
+  std::unique_ptr<io::ByteSource> open(const std::string& key) const override { return hive_.open(key); }
+  bool exists(const std::string& key) const override { return hive_.exists(key); }
+  std::vector<std::string> list(const std::string& prefix) const override { return hive_.list(prefix); }
+  void erase(const std::string& key) override { hive_.erase(key); }
+  const std::string& name() const override { return hive_.name(); }
+  std::optional<std::vector<std::byte>> get(const std::string& key) const override { return hive_.get(key); }
+  std::optional<io::RangeRead> get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const override {
+    return hive_.get_range(key, offset, length);
+  }
+  std::optional<io::RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override {
+    return hive_.get_suffix(key, length);
+  }
+  std::optional<std::uint64_t> size(const std::string& key) const override { return hive_.size(key); }
+  io::DirListing list_dir(const std::string& prefix) const override { return hive_.list_dir(prefix); }
+  void erase_prefix(const std::string& prefix) override { hive_.erase_prefix(prefix); }
+  void put(const std::string& key, std::span<const std::byte> bytes) override {
+    const fs::path path = hive_.path_of(key);
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw IoError(std::string("cannot create: ") + std::strerror(errno), path.string());
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = errno;
+        ::close(fd);
+        throw IoError(std::string("cannot write: ") + std::strerror(err), path.string());
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0) throw IoError(std::string("cannot close: ") + std::strerror(errno), path.string());
+  }
+  // Flushes the filesystem holding `key` (one call for the whole leaf).
+  void sync(const std::string& key) const {
+    const int fd = ::open(hive_.path_of(key).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::syncfs(fd);
+    ::close(fd);
+  }
+
+ private:
+  io::DirectoryStore& hive_;
+};
+
+}  // namespace
+
+struct LeafWriter::ArrayEntry {
+  Kind kind;
+  std::size_t index;  // field or statistic index
+  std::string path;   // relative to the leaf
+  zarr::ArrayWriter writer;
+};
+
+void LeafGeometry::validate() const {
+  if (!(0 <= shard_order && shard_order <= chunk_order && chunk_order <= cell_order && cell_order <= morton::kMaxOrder))
+    throw UsageError("leaf geometry: orders must satisfy shard <= chunk <= cell <= 29 (got shard " + std::to_string(shard_order) +
+                     ", chunk " + std::to_string(chunk_order) + ", cell " + std::to_string(cell_order) + ")");
+  if (depth() > 13) throw UsageError("leaf geometry: at most 4^13 cells per leaf (cell order - shard order <= 13)");
+  if (cell_order - chunk_order > 10) throw UsageError("leaf geometry: at most 4^10 cells per read chunk (cell order - chunk order <= 10)");
+}
+
+std::vector<Stat> DenseStats::stats() const {
+  if (!enabled) return {};
+  std::vector<Stat> out = {Stat::Min, Stat::Max, Stat::Mean};
+  if (sigma) out.push_back(Stat::Sigma);
+  out.insert(out.end(), {Stat::Variance, Stat::Q25, Stat::Q50, Stat::Q75});
+  return out;
+}
+
+std::string_view name_of(Stat s) noexcept {
+  switch (s) {
+    case Stat::Min: return "min";
+    case Stat::Max: return "max";
+    case Stat::Mean: return "mean";
+    case Stat::Sigma: return "sigma";
+    case Stat::Variance: return "variance";
+    case Stat::Q25: return "q25";
+    case Stat::Q50: return "q50";
+    case Stat::Q75: return "q75";
+  }
+  return "?";
+}
+
+bool LeafSpec::any_timed() const {
+  return std::any_of(fields.begin(), fields.end(), [](const FieldSpec& f) { return f.timed; });
+}
+
+void LeafSpec::validate() const {
+  geometry.validate();
+  if (fields.empty()) throw UsageError("leaf: at least one field is needed");
+  std::set<std::string> names = {"morton", "count"};
+  const auto claim = [&](const std::string& name, const char* what) {
+    check_name(name, what);
+    for (const char* reserved : {"ragged", "weights", "times", "located", "temporal", "composition"})
+      if (name == reserved) throw UsageError(std::string(what) + " '" + name + "' is a spec-owned name");
+    if (!names.insert(name).second) throw UsageError(std::string(what) + " '" + name + "' names another array of the leaf");
+  };
+  for (const FieldSpec& f : fields) {
+    claim(f.name, "field");
+    if (f.located) claim(f.locations_name(), "locations array");
+    if (f.timed) claim(f.times_name(), "times array");
+    if (!std::isfinite(f.delta) || f.delta < 1) throw UsageError("field '" + f.name + "': delta must be a finite number >= 1");
+    if (f.flux && !(f.gain && f.gain->is_object() && f.gain->contains("name") && f.gain->contains("version")))
+      throw UsageError("field '" + f.name + "': a flux field needs gain {name, version}");
+  }
+  for (const Stat s : stats.stats()) claim(stats.prefix + "_" + std::string(name_of(s)), "statistics array");
+  if (per_cell_time) claim(*per_cell_time, "per-cell time array");
+}
+
+ChunkData make_chunk(const LeafSpec& spec, std::uint64_t chunk) {
+  const std::uint64_t c = spec.geometry.chunk_cells();
+  ChunkData d;
+  d.chunk = chunk;
+  d.count.assign(c, 0);
+  d.digests.assign(spec.fields.size(), std::vector<tdigest::StoredDigest>(c));
+  d.stats.assign(spec.stats.stats().size(), std::vector<float>(c, std::nanf("")));
+  if (spec.per_cell_time) d.cell_times.assign(c, 0);
+  return d;
+}
+
+bool is_leaf_committed(const io::Store& hive, std::uint64_t shard) {
+  const std::string key = hive::leaf_path(shard) + "/zarr.json";
+  const auto bytes = hive.get(key);
+  if (!bytes) return false;
+  try {
+    const zarr::NodeMeta node = zarr::decode_node(*bytes, key);
+    const auto* group = std::get_if<zarr::GroupMeta>(&node);
+    if (!group) return false;
+    const auto stamp = group->attributes.find("morton_hive_commit");
+    return stamp != group->attributes.end() && stamp->is_object() && hive::is_committed(hive::parse_commit_stamp(*stamp, key));
+  } catch (const FormatError&) {
+    return false;  // debris: replaced like an uncommitted leaf
+  }
+}
+
+LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool overwrite)
+    : store_(&hive), spec_(std::move(spec)), shard_(shard) {
+  spec_.validate();
+  const LeafGeometry& g = spec_.geometry;
+  const morton::WordInfo info = morton::check(shard, "leaf shard", morton::Source::User);
+  if (info.point || info.order != g.shard_order)
+    throw UsageError("leaf: shard " + morton::to_decimal(shard) + " is not an area word of order " + std::to_string(g.shard_order));
+  leaf_key_ = hive::leaf_path(shard);
+  first_cell_nested_ = morton::nested(shard) << (2 * g.depth());
+  tmp_key_ = leaf_key_ + ".tmp-" + std::to_string(::getpid());
+  if (!overwrite && is_leaf_committed(hive, shard))
+    throw UsageError(leaf_key_ + ": a committed leaf already exists (use --overwrite to replace it)");
+  // Temporaries of earlier, interrupted writers of this leaf.
+  const std::string parent = parent_of(leaf_key_), base = basename_of(leaf_key_);
+  for (const std::string& name : store_->list_dir(parent).prefixes)
+    if (name.rfind(base + ".tmp-", 0) == 0 || name.rfind(base + ".old-", 0) == 0) store_->erase_prefix(io::join_key(parent, name));
+
+  if (auto* dir = dynamic_cast<io::DirectoryStore*>(store_)) staging_ = std::make_unique<StagingStore>(*dir);
+  io::Store& target = staging_ ? static_cast<io::Store&>(*staging_) : *store_;
+  const leaf::CellsAxis axis{g.cells(), g.chunk_cells(), g.sharded()};
+  const std::string group = std::to_string(g.cell_order);
+  const auto add = [&](Kind kind, std::size_t index, const std::string& name, zarr::ArrayMeta meta) {
+    const std::string path = group + "/" + name;
+    arrays_.push_back(ArrayEntry{kind, index, path, zarr::ArrayWriter(target, tmp_key_ + "/" + path, std::move(meta))});
+  };
+  add(Kind::Morton, 0, "morton", leaf::dense_array(axis, "uint64", Json(0)));
+  add(Kind::Count, 0, "count", leaf::dense_array(axis, "int32", Json(0)));
+  const auto stats = spec_.stats.stats();
+  for (std::size_t i = 0; i < stats.size(); ++i)
+    add(Kind::Stat, i, spec_.stats.prefix + "_" + std::string(name_of(stats[i])), leaf::dense_array(axis, "float32", Json("NaN")));
+  if (spec_.per_cell_time)
+    add(Kind::CellTime, 0, *spec_.per_cell_time,
+        leaf::dense_array(axis, "uint64", Json(0), Json{{"temporal", leaf::temporal_declaration("per-cell")}}));
+  for (std::size_t f = 0; f < spec_.fields.size(); ++f) {
+    const FieldSpec& field = spec_.fields[f];
+    leaf::PayloadDecl decl;
+    decl.flux = field.flux;
+    decl.gain = field.gain;
+    if (field.located) decl.locations = field.locations_name();
+    if (field.timed) decl.times = field.times_name();
+    add(Kind::Payload, f, field.name, leaf::ragged_array(axis, leaf::payload_attributes(decl)));
+    if (field.located) add(Kind::Locations, f, field.locations_name(), leaf::ragged_array(axis, leaf::companion_attributes(true)));
+    if (field.timed) add(Kind::Times, f, field.times_name(), leaf::ragged_array(axis, leaf::companion_attributes(false)));
+  }
+  if (g.sharded()) encoded_.assign(arrays_.size(), std::vector<std::optional<std::vector<std::byte>>>(g.chunks()));
+  seen_.assign(g.chunks(), false);
+}
+
+LeafWriter::~LeafWriter() {
+  if (touched_ && !committed_) {
+    try {
+      store_->erase_prefix(tmp_key_);
+    } catch (...) {
+      // Best effort: a leftover temporary is ignored by readers and removed by the next writer.
+    }
+  }
+}
+
+std::vector<std::string> LeafWriter::array_paths() const {
+  std::vector<std::string> out;
+  for (const ArrayEntry& a : arrays_) out.push_back(a.path);
+  return out;
+}
+
+EncodedChunk LeafWriter::encode(const ChunkData& d) const {
+  const LeafGeometry& g = spec_.geometry;
+  const std::uint64_t c = g.chunk_cells();
+  if (d.chunk >= g.chunks() || d.count.size() != c || d.digests.size() != spec_.fields.size() ||
+      d.stats.size() != spec_.stats.stats().size() || (spec_.per_cell_time && d.cell_times.size() != c))
+    throw UsageError(leaf_key_ + ": chunk " + std::to_string(d.chunk) + " does not match the leaf's geometry and arrays");
+  for (const auto& cells : d.digests)
+    if (cells.size() != c) throw UsageError(leaf_key_ + ": chunk " + std::to_string(d.chunk) + ": one digest per cell is needed");
+  for (const auto& values : d.stats)
+    if (values.size() != c) throw UsageError(leaf_key_ + ": chunk " + std::to_string(d.chunk) + ": one statistic per cell is needed");
+
+  EncodedChunk out;
+  out.chunk = d.chunk;
+  out.arrays.resize(arrays_.size());
+  const std::uint64_t first = d.chunk * c;
+  for (std::uint64_t i = 0; i < c; ++i) {
+    if (d.count[i] < 0) throw UsageError(leaf_key_ + ": negative count");
+    if (d.count[i] > 0) {
+      out.occupied.push_back(first + i);
+      out.observations += static_cast<std::uint64_t>(d.count[i]);
+    }
+  }
+  // A chunk that received no observation writes nothing at all (spec §2.1: `morton` too).
+  if (out.occupied.empty()) return out;
+
+  std::vector<std::byte> dense;
+  std::vector<std::vector<std::byte>> payloads(c);
+  std::vector<std::span<const std::byte>> views(c);
+  for (std::size_t a = 0; a < arrays_.size(); ++a) {
+    const ArrayEntry& e = arrays_[a];
+    switch (e.kind) {
+      case Kind::Morton:
+        dense.resize(c * 8);
+        for (std::uint64_t i = 0; i < c; ++i)
+          store_le<std::uint64_t>(dense.data() + 8 * i, morton::from_nested(first_cell_nested_ + first + i, g.cell_order));
+        break;
+      case Kind::Count:
+        dense.resize(c * 4);
+        for (std::uint64_t i = 0; i < c; ++i) store_le<std::int32_t>(dense.data() + 4 * i, d.count[i]);
+        break;
+      case Kind::Stat:
+        dense.resize(c * 4);
+        for (std::uint64_t i = 0; i < c; ++i) store_le<float>(dense.data() + 4 * i, d.stats[e.index][i]);
+        break;
+      case Kind::CellTime:
+        dense.resize(c * 8);
+        for (std::uint64_t i = 0; i < c; ++i) store_le<std::uint64_t>(dense.data() + 8 * i, d.cell_times[i]);
+        break;
+      case Kind::Payload:
+      case Kind::Locations:
+      case Kind::Times:
+        for (std::uint64_t i = 0; i < c; ++i) {
+          const tdigest::StoredDigest& digest = d.digests[e.index][i];
+          payloads[i] = e.kind == Kind::Payload     ? digest.payload()
+                        : e.kind == Kind::Locations ? digest.locations_payload()
+                                                    : digest.times_payload();
+          if (e.kind != Kind::Payload && payloads[i].size() != digest.size() * 8)
+            throw UsageError(leaf_key_ + ": cell " + std::to_string(first + i) + " of field '" + spec_.fields[e.index].name +
+                             "': one companion word per centroid is needed");
+          if (e.kind == Kind::Times)
+            for (const std::uint64_t t : digest.times) out.time_join = out.time_join ? toc::join(out.time_join, t) : t;
+          views[i] = payloads[i];
+        }
+        out.arrays[a] = e.writer.encode_vlen_read_chunk(views);
+        continue;
+    }
+    out.arrays[a] = e.writer.encode_dense_read_chunk(dense);
+  }
+  return out;
+}
+
+void LeafWriter::add(EncodedChunk chunk) {
+  if (committed_) throw UsageError(leaf_key_ + ": add after commit");
+  if (chunk.chunk >= seen_.size() || seen_[chunk.chunk]) throw UsageError(leaf_key_ + ": chunk " + std::to_string(chunk.chunk) + " added twice");
+  seen_[chunk.chunk] = true;
+  occupied_.insert(occupied_.end(), chunk.occupied.begin(), chunk.occupied.end());
+  observations_ += chunk.observations;
+  if (chunk.time_join) time_join_ = time_join_ ? toc::join(time_join_, chunk.time_join) : chunk.time_join;
+  if (chunk.occupied.empty()) return;
+  if (spec_.geometry.sharded()) {
+    for (std::size_t a = 0; a < arrays_.size(); ++a) encoded_[a][chunk.chunk] = std::move(chunk.arrays[a]);
+    return;
+  }
+  // Per-inner-chunk geometry: the chunk's objects are written now and its memory released.
+  touched_ = true;
+  for (std::size_t a = 0; a < arrays_.size(); ++a)
+    arrays_[a].writer.write_encoded_object({chunk.chunk}, std::span(&chunk.arrays[a], 1));
+}
+
+io::Store& LeafWriter::leaf_store() { return staging_ ? static_cast<io::Store&>(*staging_) : *store_; }
+
+void LeafWriter::write_metadata() {
+  zarr::write_group(leaf_store(), tmp_key_, {});
+  const std::optional<geo::Latitude> latitude =
+      spec_.zagg_identical_metadata ? std::nullopt : std::optional<geo::Latitude>(spec_.latitude);
+  zarr::write_group(leaf_store(), tmp_key_ + "/" + std::to_string(spec_.geometry.cell_order),
+                    {leaf::dggs_attributes(spec_.geometry.cell_order, latitude)});
+  for (ArrayEntry& a : arrays_) a.writer.write_metadata();
+}
+
+void LeafWriter::swap_into_place() {
+  if (auto* dir = dynamic_cast<io::DirectoryStore*>(store_)) {
+    const std::string from = dir->path_of(tmp_key_), to = dir->path_of(leaf_key_);
+    std::error_code ec;
+    if (!fs::exists(to, ec)) {
+      if (::rename(from.c_str(), to.c_str()) != 0)
+        throw IoError(std::string("cannot rename the new leaf into place: ") + std::strerror(errno), to);
+      return;
+    }
+    // Both exist: exchange them atomically, so the path always holds a committed leaf; the old
+    // one ends up under the temporary name and is removed.
+    if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) != 0) {
+      if (errno != EINVAL && errno != ENOSYS)
+        throw IoError(std::string("cannot exchange the new leaf with the old one: ") + std::strerror(errno), to);
+      // A filesystem without exchange: move the old leaf aside first (it stays recoverable
+      // under `.old-`, which the next writer removes), then the new one in.
+      const std::string aside = dir->path_of(leaf_key_ + ".old-" + std::to_string(::getpid()));
+      if (::rename(to.c_str(), aside.c_str()) != 0 || ::rename(from.c_str(), to.c_str()) != 0)
+        throw IoError(std::string("cannot move the new leaf into place: ") + std::strerror(errno), to);
+      fs::remove_all(aside, ec);
+      return;
+    }
+    fs::remove_all(from, ec);
+    return;
+  }
+  // Other stores have no rename: replace the objects (not atomic; used for in-memory stores).
+  store_->erase_prefix(leaf_key_);
+  for (const std::string& key : store_->list_prefix(tmp_key_ + "/"))
+    store_->put(leaf_key_ + key.substr(tmp_key_.size()), *store_->get(key));
+  store_->erase_prefix(tmp_key_);
+}
+
+LeafReport LeafWriter::commit(const std::string& writer) {
+  if (committed_) throw UsageError(leaf_key_ + ": committed twice");
+  LeafReport report;
+  report.leaf_key = leaf_key_;
+  report.shard = shard_;
+  std::sort(occupied_.begin(), occupied_.end());
+  report.cells_with_data = occupied_.size();
+  report.observations = observations_;
+  report.time_join = time_join_;
+  if (occupied_.empty()) return report;  // nothing to write: no prefix at all
+  touched_ = true;
+  const LeafGeometry& g = spec_.geometry;
+  write_metadata();
+  if (g.sharded())  // one object per array, assembled and written in parallel
+    tbb::parallel_for(std::size_t{0}, arrays_.size(), [&](std::size_t a) { arrays_[a].writer.write_encoded_object({0}, encoded_[a]); });
+  encoded_.clear();
+
+  hive::StampSpec stamp;
+  stamp.cells_with_data = occupied_.size();
+  stamp.granule_count = spec_.granule_count;
+  stamp.written_at = hive::utc_now_iso();
+  stamp.cell_order = g.cell_order;
+  stamp.box = hive::morton_box(shard_, g.depth(), occupied_);
+  if (g.depth() >= 1) {
+    stamp.sidecar = hive::encode_sidecar(occupied_, g.depth());
+    leaf_store().put(tmp_key_ + "/coverage.moc", stamp.sidecar->object);
+  }
+  report.hashes = hash_tree(*store_, tmp_key_);
+  // The stamp is the leaf's last write; the swap publishes the finished leaf.
+  zarr::write_group(leaf_store(), tmp_key_, {Json{{"morton_hive_commit", hive::stamp_document(stamp)}}});
+  if (staging_) static_cast<StagingStore&>(*staging_).sync(tmp_key_);
+  swap_into_place();
+  committed_ = true;
+  report.written = true;
+
+  // The stats record (spec §6.1 step 7), fail-open.
+  try {
+    Json record = Json::object();
+    record["schema_version"] = 1;
+    record["shard_key"] = shard_;
+    record["window"] = nullptr;
+    record["run_id"] = nullptr;
+    record["semantic_hash"] = spec_.semantic_hash;
+    record["zagg_version"] = nullptr;
+    record["writer"] = writer;
+    record["n_shards"] = 1;
+    record["n_granules"] = spec_.granule_count;
+    record["granules_sha256"] = nullptr;
+    record["content_hashes"] = to_json(report.hashes);
+    record["n_obs"] = observations_;
+    record["n_obs_read"] = nullptr;
+    record["cells_with_data"] = occupied_.size();
+    record["timestamp"] = stamp.written_at;
+    record["success"] = true;
+    record["error"] = nullptr;
+    const std::string text = codec::json::dump(record, {-1, false, codec::json::FloatStyle::Python, true});
+    store_->put(io::join_key(parent_of(leaf_key_), "stats.json"), codec::as_bytes(text));
+  } catch (const std::exception& e) {
+    report.warnings.push_back(leaf_key_ + ": stats sidecar not written: " + e.what());
+  }
+  return report;
+}
+
+}  // namespace tessera::ragged

@@ -6,6 +6,7 @@
 // through a pipe; a child killed by a signal, or still running after kScanTimeout, becomes a
 // clean error naming the file instead of a crash or a hang of the converter. Errors the scan
 // raises travel back with their type, so messages and exit codes are unchanged.
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -141,6 +142,9 @@ std::string run_isolated(const std::string& path, const std::function<std::strin
   }
   if (pid == 0) {
     ::close(fds[0]);
+    // The child's only channel is the pipe: what a crashing libhdf5 (or a sanitizer's report of
+    // it) prints must not reach the user's stderr, where the parent reports the one error line.
+    if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) ::dup2(null, STDERR_FILENO);
     write_all(fds[1], answer(work));
     ::_exit(0);
   }

@@ -85,10 +85,16 @@ void zstd_check_decoded_length(std::span<const std::byte> src, std::uint64_t exp
 }
 
 std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_bytes) {
+  std::vector<std::byte> out;
+  zstd_decompress_capped(src, max_bytes, out);
+  return out;
+}
+
+void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_bytes, std::vector<std::byte>& out) {
   const auto too_large = [&] {
     return LimitError("zstd: decoded size exceeds the limit of " + std::to_string(max_bytes) + " bytes");
   };
-  // Fast path: every frame declares its size, so the output is allocated once at its exact size.
+  // Fast path: every frame declares its size, so the output is sized once, exactly.
   // Sum of the frames' declared sizes, or UNKNOWN when one frame does not declare its size.
   unsigned long long declared = 0;
   for (std::span<const std::byte> rest = src; !rest.empty() && declared != ZSTD_CONTENTSIZE_UNKNOWN;) {
@@ -101,9 +107,9 @@ std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, st
   }
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN) {
     if (declared > max_bytes) throw too_large();
-    std::vector<std::byte> out(static_cast<std::size_t>(declared));
+    out.resize(static_cast<std::size_t>(declared));
     zstd_decompress_into(src, out);
-    return out;
+    return;
   }
   // Streaming: grow the output geometrically, never past the cap.
   ZSTD_DCtx* ctx = thread_dctx();
@@ -119,7 +125,7 @@ std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, st
   int window_log = 10;  // ZSTD_WINDOWLOG_ABSOLUTEMIN
   while (window_log < 27 && (std::uint64_t{1} << window_log) < max_bytes) ++window_log;
   check(ZSTD_DCtx_setParameter(ctx, ZSTD_d_windowLogMax, window_log), "window limit");
-  std::vector<std::byte> out;
+  out.clear();
   ZSTD_inBuffer in{src.data(), src.size(), 0};
   std::size_t produced = 0;
   for (;;) {
@@ -150,7 +156,6 @@ std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, st
     if (in.pos == in_before && o.pos == out_before) throw FormatError("truncated zstd frame");
   }
   out.resize(produced);
-  return out;
 }
 
 std::size_t zstd_compress_append(std::span<const std::byte> src, std::vector<std::byte>& out, const ZstdOptions& options) {

@@ -31,7 +31,7 @@ std::vector<std::uint64_t> words_of(const std::vector<std::byte>& bytes) {
 
 std::size_t batch_chunks(unsigned threads) {
   const std::size_t cores = threads ? threads : static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
-  return std::clamp<std::size_t>(4 * cores, 8, 64);
+  return std::clamp<std::size_t>(8 * cores, 16, 64);
 }
 
 void parallel_for_each(unsigned threads, std::size_t n, const std::function<void(std::size_t)>& fn) {
@@ -170,6 +170,11 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
   }
 
   int cell_order = -1;
+  // One decoded-chunk buffer per slot of a batch, reused from batch to batch (a chunk the consumer
+  // leaves in its batch comes back), so decoding allocates and faults in no new memory once the
+  // buffers have grown.
+  const std::size_t batch_size = batch_chunks(req.threads);
+  std::vector<zarr::VlenChunk> buffers(batch_size);
   for (const zarr::Coords& object : objects) {
     const zarr::Box ospan = a.stored_span(object);
     const std::uint64_t first_cell = std::max(ospan[0].begin, cover.begin);
@@ -202,7 +207,6 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
       object_words = words_of(morton.read_box({{words_begin, words_end}}));
     }
 
-    const std::size_t batch_size = batch_chunks(req.threads);
     for (std::uint64_t g = first_inner; g < end_inner; g += batch_size) {
       const std::uint64_t g_end = std::min<std::uint64_t>(end_inner, g + batch_size);
       SweepBatch batch;
@@ -234,8 +238,9 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
           if (!fetched[j]) return;
           bytes = *fetched[j];
         }
-        zarr::VlenChunk cells = stored ? stored->read_vlen_chunk(inner)
-                                       : a.decode_vlen_chunk(bytes, zarr::ChunkRef{index->key(), true, inner});
+        zarr::VlenChunk& cells = buffers[j];
+        if (stored) stored->read_vlen_chunk_into(inner, cells);
+        else a.decode_vlen_chunk_into(bytes, zarr::ChunkRef{index->key(), true, inner}, cells);
         if (cells.all_empty()) return;
         decoded[j].emplace(PopulatedChunk{start, 0, j, std::move(cells)});
         if (req.task) {
@@ -259,6 +264,7 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
         batch.chunks.push_back(std::move(chunk));
       }
       consume(batch);
+      for (PopulatedChunk& chunk : batch.chunks) buffers[chunk.slot] = std::move(chunk.cells);
     }
   }
 }

@@ -72,9 +72,9 @@ struct SweepRequest {
   ChunkTask task;                       // optional
 };
 
-// Inner chunks decoded per batch for `threads` (0: oneTBB's default): a few per core, so the
-// barrier at the end of a batch costs little, and few enough that a batch's decoded chunks (and
-// what a ChunkTask makes of them) stay in the last-level cache.
+// Inner chunks decoded per batch for `threads` (0: oneTBB's default): several per core, so the
+// barrier that ends a batch costs little, while the decoded chunks held at once (and what a
+// ChunkTask makes of them) stay bounded on large shards.
 std::size_t batch_chunks(unsigned threads);
 
 // Calls `consume` with batches in ascending order (batches of one object never overlap). Every

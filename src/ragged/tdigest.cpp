@@ -24,8 +24,7 @@ std::size_t row_count(std::span<const std::byte> payload, std::string_view what)
   return payload.size() / kRowBytes;
 }
 
-// The [RD-5] checks of row i (`prev`: the mean of row i − 1), shared by validate and the fused
-// decode so both report the same rule.
+// The [RD-5] checks of row i (`prev`: the mean of row i − 1).
 inline void check_row(std::size_t i, double mean, double weight, double prev, std::string_view what) {
   const auto bad = [&](const char* rule) {
     throw FormatError(std::string(what) + ": t-digest row " + std::to_string(i) + ": " + rule, std::string(what), "t-digest");
@@ -160,7 +159,7 @@ namespace {
 // Points are bin edges in the sweeps, so the walk moves forward through the rows, accumulating
 // U as it goes (no knot array); a point below the one the walk stopped at restarts it, so the
 // row found is always numpy's "last j with m_j <= x". Each value is the expression numpy
-// evaluates: the same slope (cached while the walk stays in one interval), the same fallback
+// evaluates: the same slope (kept while the walk stays in one interval), the same fallback
 // when a slope is not finite.
 void cdf_with(const Digest& d, double total, std::span<const double> x, std::span<double> out) {
   if (d.size() == 1) {  // spec §5.3: one centroid is a step to W at m_0
@@ -171,8 +170,8 @@ void cdf_with(const Digest& d, double total, std::span<const double> x, std::spa
   const double* w = d.weights.data();
   const std::size_t k = d.size();
   std::size_t j = 0, slope_j = k;
-  double u = w[0];        // U_j
-  double walked = m[0];   // the walk has passed every row with m <= walked
+  double u = w[0];       // U_j
+  double walked = m[0];  // the walk has passed every row with m <= walked
   double slope = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];

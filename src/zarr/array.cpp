@@ -219,8 +219,14 @@ void Array::decode_chunk(std::span<const std::byte> stored, std::span<std::byte>
 }
 
 VlenChunk Array::decode_vlen_chunk(std::span<const std::byte> stored, const ChunkRef& chunk) const {
+  VlenChunk out;
+  decode_vlen_chunk_into(stored, chunk, out);
+  return out;
+}
+
+void Array::decode_vlen_chunk_into(std::span<const std::byte> stored, const ChunkRef& chunk, VlenChunk& out) const {
   require_vlen("decode_vlen_chunk");
-  return zarr::decode_vlen_chunk(meta_.codecs, stored, read_chunk_elements_, options_.max_chunk_bytes, chunk);
+  zarr::decode_vlen_chunk_into(meta_.codecs, stored, read_chunk_elements_, options_.max_chunk_bytes, chunk, out);
 }
 
 void Array::read_chunk(const Coords& read_chunk, std::span<std::byte> out) const {
@@ -362,10 +368,19 @@ void StoredObject::read_chunk(std::uint64_t inner, std::span<std::byte> out) con
 }
 
 VlenChunk StoredObject::read_vlen_chunk(std::uint64_t inner) const {
+  VlenChunk out;
+  read_vlen_chunk_into(inner, out);
+  return out;
+}
+
+void StoredObject::read_vlen_chunk_into(std::uint64_t inner, VlenChunk& out) const {
   const auto stored = stored_chunk(inner);
   if (!array_->data_type().vlen) throw UsageError(key_ + ": read_vlen_chunk needs a variable-length bytes array");
-  if (!stored) return VlenChunk::empty(array_->read_chunk_elements());
-  return array_->decode_vlen_chunk(*stored, ref(inner));
+  if (!stored) {
+    out = VlenChunk::empty(array_->read_chunk_elements());
+    return;
+  }
+  array_->decode_vlen_chunk_into(*stored, ref(inner), out);
 }
 
 }  // namespace tessera::zarr

@@ -26,6 +26,7 @@ bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> s
                            std::vector<std::byte>& scratch, std::span<std::byte>* exact_out, std::uint64_t max_bytes,
                            const ChunkRef& chunk) {
   cur = stored;
+  bool in_scratch = false;  // whether `cur` views `scratch` (then a decoder cannot reuse it)
   for (std::size_t i = chain.bytes_to_bytes.size(); i-- > 0;) {
     const auto& codec = chain.bytes_to_bytes[i];
     if (std::holds_alternative<Crc32cCodec>(codec)) {
@@ -47,9 +48,10 @@ bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> s
         codec::zstd_decompress_into(cur, *exact_out);
         return true;
       }
-      std::vector<std::byte> decoded = codec::zstd_decompress_capped(cur, max_bytes);
-      scratch = std::move(decoded);
+      if (in_scratch) scratch = codec::zstd_decompress_capped(cur, max_bytes);
+      else codec::zstd_decompress_capped(cur, max_bytes, scratch);  // reuses the caller's buffer
       cur = scratch;
+      in_scratch = true;
     } catch (const LimitError& e) {
       fail<LimitError>(chunk.key, chunk.label() + " zstd", e.what());
     } catch (const FormatError& e) {
@@ -112,22 +114,26 @@ std::vector<std::byte> encode_dense_chunk(const CodecChain& chain, const DataTyp
 
 VlenChunk decode_vlen_chunk(const CodecChain& chain, std::span<const std::byte> stored, std::uint64_t count,
                             std::uint64_t max_bytes, const ChunkRef& chunk) {
+  VlenChunk out;
+  decode_vlen_chunk_into(chain, stored, count, max_bytes, chunk, out);
+  return out;
+}
+
+void decode_vlen_chunk_into(const CodecChain& chain, std::span<const std::byte> stored, std::uint64_t count,
+                            std::uint64_t max_bytes, const ChunkRef& chunk, VlenChunk& out) {
+  // The framed bytes are decoded into `out`'s own buffer, and the element table reuses its table.
+  VlenChunk::Storage storage = out.release();
+  std::vector<std::byte>& framed = storage.bytes;
   std::span<const std::byte> cur;
-  std::vector<std::byte> scratch;
-  decode_bytes_to_bytes(chain, stored, cur, scratch, nullptr, max_bytes, chunk);
+  decode_bytes_to_bytes(chain, stored, cur, framed, nullptr, max_bytes, chunk);
   if (cur.size() > max_bytes)
     fail<LimitError>(chunk.key, chunk.label(),
                      "decoded size " + std::to_string(cur.size()) + " exceeds the limit of " + std::to_string(max_bytes) + " bytes");
-  // Own the framed bytes: reuse the decoder's buffer when there is one.
-  std::vector<std::byte> framed;
-  if (!scratch.empty() && cur.data() == scratch.data()) {
-    scratch.resize(cur.size());
-    framed = std::move(scratch);
-  } else {
-    framed.assign(cur.begin(), cur.end());
-  }
-  auto elements = unframe_vlen(framed, count, chunk);
-  return VlenChunk(std::move(framed), std::move(elements));
+  // Own the framed bytes: they are in the buffer when a decoder ran, else a view of `stored`.
+  if (!framed.empty() && cur.data() == framed.data()) framed.resize(cur.size());
+  else framed.assign(cur.begin(), cur.end());
+  unframe_vlen_into(framed, count, chunk, storage.elements);
+  out = VlenChunk(std::move(storage.bytes), std::move(storage.elements));
 }
 
 std::vector<std::byte> encode_vlen_chunk(const CodecChain& chain, std::span<const std::span<const std::byte>> elements) {

@@ -30,6 +30,13 @@ std::vector<std::byte> frame_vlen(std::span<const std::span<const std::byte>> el
 
 std::vector<VlenElementRef> unframe_vlen(std::span<const std::byte> framed, std::uint64_t expected_count,
                                          const ChunkRef& chunk) {
+  std::vector<VlenElementRef> out;
+  unframe_vlen_into(framed, expected_count, chunk, out);
+  return out;
+}
+
+void unframe_vlen_into(std::span<const std::byte> framed, std::uint64_t expected_count, const ChunkRef& chunk,
+                       std::vector<VlenElementRef>& out) {
   const std::string structure = chunk.label() + " vlen-bytes framing";
   if (framed.size() < kVlenCountBytes)
     fail<FormatError>(chunk.key, structure, "is " + std::to_string(framed.size()) + " bytes, too short for the element count");
@@ -43,7 +50,7 @@ std::vector<VlenElementRef> unframe_vlen(std::span<const std::byte> framed, std:
     fail<FormatError>(chunk.key, structure,
                       std::to_string(count) + " elements need at least " + std::to_string(std::uint64_t{count} * kVlenLengthBytes) +
                           " bytes of lengths, only " + std::to_string(framed.size() - kVlenCountBytes) + " remain");
-  std::vector<VlenElementRef> out(count);
+  out.resize(count);
   std::uint64_t pos = kVlenCountBytes;
   for (std::uint32_t i = 0; i < count; ++i) {
     if (framed.size() - pos < kVlenLengthBytes)
@@ -60,7 +67,6 @@ std::vector<VlenElementRef> unframe_vlen(std::span<const std::byte> framed, std:
   if (pos != framed.size())
     fail<FormatError>(chunk.key, structure,
                       std::to_string(framed.size() - pos) + " bytes follow the last element");
-  return out;
 }
 
 bool VlenChunk::all_empty() const noexcept {

@@ -12,6 +12,7 @@
 #include "tessera/io/byte_source.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/ragged_field.hpp"
+#include "tessera/ragged/synth.hpp"
 #include "tessera/ragged/tdigest.hpp"
 
 namespace tessera::ragged {
@@ -321,6 +322,138 @@ TEST(RaggedTensors, ThreadCountsGiveIdenticalResults) {
   const auto a = f.read_tensors(o1), b = f.read_tensors(o2);
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor, b[i].tensor);
+}
+
+// The sweep kernels fuse steps the spec lists separately (decode + validate, two quantiles in one
+// walk, a CDF walk that restarts for unsorted points); each must equal the separate steps.
+TEST(RaggedTensors, FusedDigestKernelsEqualTheSeparateSteps) {
+  io::DirectoryStore strata(test::strata_leaf().string()), minimal(test::fixture_leaf("minimal").string()),
+      flux(test::fixture_leaf("flux").string());
+  const std::vector<std::pair<const io::Store*, std::string>> fields{
+      {&strata, "6/h_tdigest_signal"}, {&strata, "6/h_tdigest_noise"}, {&minimal, "6/h_tdigest"}, {&flux, "6/rx_flux"}};
+  std::size_t digests = 0;
+  for (const auto& [store, field] : fields) {
+    SCOPED_TRACE(field);
+    const RaggedField f = RaggedField::open(*store, field);
+    for (std::int64_t cell = 0; cell < static_cast<std::int64_t>(f.payload().size()); ++cell) {
+      const auto bytes = f.read_cell(cell).bytes;
+      if (bytes.empty()) continue;
+      ++digests;
+      const tdigest::Digest d = tdigest::decode(bytes, "cell");
+      tdigest::Digest checked;
+      tdigest::decode_checked_into(bytes, "cell", checked);
+      EXPECT_EQ(checked.means, d.means);
+      EXPECT_EQ(checked.weights, d.weights);
+      const double total = tdigest::pairwise_sum(d.weights);
+      for (const auto& [qa, qb] : {std::pair{0.05, 0.95}, std::pair{0.0, 1.0}, std::pair{0.5, 0.5}}) {
+        const auto q = tdigest::quantiles(d, qa, qb, total);
+        EXPECT_EQ(q.a, tdigest::quantile(d, qa));
+        EXPECT_EQ(q.b, tdigest::quantile(d, qb));
+      }
+      // Unsorted points, repeats, NaN and points outside the means: each equals its own walk.
+      const double lo = d.means.front(), hi = d.means.back(), mid = (lo + hi) / 2;
+      const std::vector<double> x{mid, lo, hi + 1, lo - 1, mid, std::nan(""), hi, lo + (hi - lo) / 4, mid};
+      std::vector<double> all(x.size()), one(1);
+      tdigest::cdf(d, x, all);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        tdigest::cdf(d, std::span<const double>(&x[i], 1), one);
+        if (std::isnan(one[0])) EXPECT_TRUE(std::isnan(all[i])) << "cell " << cell << " point " << i;
+        else EXPECT_EQ(all[i], one[0]) << "cell " << cell << " point " << i;
+      }
+    }
+  }
+  EXPECT_GT(digests, 10u);
+  // A broken row is reported as validate reports it.
+  const auto row = [](float mean, float weight) {
+    std::vector<std::byte> b(8);
+    std::memcpy(b.data(), &mean, 4);
+    std::memcpy(b.data() + 4, &weight, 4);
+    return b;
+  };
+  for (const auto& [m1, w1] : {std::pair{1.0f, -1.0f}, std::pair{0.5f, 1.0f}, std::pair{NAN, 1.0f}, std::pair{2.0f, INFINITY}}) {
+    std::vector<std::byte> payload = row(1, 1);
+    const auto second = row(m1, w1);
+    payload.insert(payload.end(), second.begin(), second.end());
+    std::string want, got;
+    try {
+      tdigest::validate(tdigest::decode(payload, "cell"), "cell");
+    } catch (const FormatError& e) {
+      want = e.what();
+    }
+    tdigest::Digest d;
+    try {
+      tdigest::decode_checked_into(payload, "cell", d);
+    } catch (const FormatError& e) {
+      got = e.what();
+    }
+    EXPECT_FALSE(want.empty());
+    EXPECT_EQ(got, want);
+  }
+}
+
+// A sweep reuses its buffers: decoded chunks from batch to batch, and the tensors and masks a sink
+// leaves in its blocks. None of it may leak into a later block: a leaf of many batches read whole
+// (sinks that keep, copy or half-keep their blocks; 1 and 2 threads; blocks of one and of several
+// read chunks) gives the blocks that one-chunk subtree sweeps (fresh buffers) give.
+TEST(RaggedTensors, ReusedBuffersLeaveNoTraceInLaterBlocks) {
+  testing::TempDir dir;
+  io::DirectoryStore hive(dir.path().string());
+  SynthLeafOptions s;
+  s.cell_order = 15;
+  s.shard_order = 9;
+  s.chunk_order = 12;  // 4096 cells in 64 read chunks of 64: several batches at any thread count
+  s.shard_decimal = "1111111111";
+  s.max_centroids = 60;
+  s.populated_fraction = 0.3;
+  s.seed = 5;
+  const SynthLeafReport report = synth_hive(hive, s);
+  io::DirectoryStore leaf((dir / report.leaf_key).string());
+  const RaggedField f = RaggedField::open(leaf, "15/h_tdigest");
+
+  TensorOptions o;
+  o.fit = FitPolicy::DegradeResolution;
+  o.n_bins = 16;
+  const std::vector<TensorBlock> kept = f.read_tensors(o);  // the sink keeps every block
+  ASSERT_GT(kept.size(), 32u);
+  const auto same = [](const TensorBlock& a, const TensorBlock& b) {
+    return a.start == b.start && a.morton == b.morton && a.order == b.order && a.side == b.side && a.n_bins == b.n_bins &&
+           a.offset == b.offset && a.gain == b.gain && a.tensor == b.tensor && a.mask == b.mask && a.populated == b.populated &&
+           a.observed_empty == b.observed_empty && a.weight_in_window == b.weight_in_window;
+  };
+  for (const TensorBlock& b : kept) {
+    TensorOptions one = o;
+    one.subtree = b.morton;
+    const auto fresh = f.read_tensors(one);
+    ASSERT_EQ(fresh.size(), 1u);
+    EXPECT_TRUE(same(fresh[0], b)) << "block at " << b.start;
+  }
+  for (const unsigned threads : {1u, 2u}) {
+    SCOPED_TRACE(threads);
+    o.threads = threads;
+    std::size_t i = 0;
+    f.read_tensors(o, [&](TensorBlock&& b) {  // copies: every buffer goes back to the reader
+      ASSERT_LT(i, kept.size());
+      EXPECT_TRUE(same(b, kept[i++])) << "block at " << b.start;
+    });
+    EXPECT_EQ(i, kept.size());
+    i = 0;
+    f.read_tensors(o, [&](TensorBlock&& b) {  // keeps the tensor, gives the mask back
+      const std::vector<std::byte> tensor = std::move(b.tensor);
+      b.tensor = tensor;
+      ASSERT_LT(i, kept.size());
+      EXPECT_TRUE(same(b, kept[i++])) << "block at " << b.start;
+    });
+  }
+  // Blocks of four read chunks, assembled across batches.
+  o.block_order = s.cell_order - 4;
+  const std::vector<TensorBlock> coarse = f.read_tensors(o);
+  ASSERT_GT(coarse.size(), 4u);
+  std::size_t i = 0;
+  f.read_tensors(o, [&](TensorBlock&& b) {
+    ASSERT_LT(i, coarse.size());
+    EXPECT_TRUE(same(b, coarse[i++])) << "block at " << b.start;
+  });
+  EXPECT_EQ(i, coarse.size());
 }
 
 }  // namespace

@@ -31,6 +31,10 @@ void zstd_check_decoded_length(std::span<const std::byte> src, std::uint64_t exp
 // Frame checksums, when present, are verified. A frame whose declared window exceeds the cap is a
 // LimitError too (its decoder alone would need more memory than the cap).
 std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_bytes);
+// The same into `out` (resized to the decoded size), reusing its storage: a loop that decodes many
+// chunks into one buffer allocates, and faults in, no new memory once the buffer has grown.
+// `src` must not lie inside `out`.
+void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_bytes, std::vector<std::byte>& out);
 
 // Compresses `src` as one frame at `level` (libzstd levels; 0 means libzstd's default, 3).
 // `content_size` controls the frame-header content-size field; `checksum` the xxhash trailer.

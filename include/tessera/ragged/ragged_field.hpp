@@ -127,6 +127,9 @@ class RaggedField {
   // Reads the axis description: one LIST of `morton`'s objects and one GET of the first.
   CellsAxis axis() const;
 
+  // Blocks in ascending order. The sink may move a block's vectors out to keep them; the storage
+  // it leaves in the block is reused for later blocks (so keep no pointer into a block you did
+  // not move from), which makes a sink that only reads its blocks allocate nothing per block.
   void read_tensors(const TensorOptions& options, const std::function<void(TensorBlock&&)>& sink) const;
   std::vector<TensorBlock> read_tensors(const TensorOptions& options = {}) const;
 

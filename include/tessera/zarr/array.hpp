@@ -125,6 +125,8 @@ class Array {
   // Decoding bytes fetched by the caller (e.g. from a cached or whole-object read).
   void decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out, const ChunkRef& chunk) const;
   VlenChunk decode_vlen_chunk(std::span<const std::byte> stored, const ChunkRef& chunk) const;
+  // The same into `out`, reusing its storage.
+  void decode_vlen_chunk_into(std::span<const std::byte> stored, const ChunkRef& chunk, VlenChunk& out) const;
   // Writes the fill value over a dense read-chunk buffer.
   void fill_chunk(std::span<std::byte> out) const;
 
@@ -159,6 +161,8 @@ class StoredObject {
   std::optional<std::span<const std::byte>> stored_chunk(std::uint64_t inner) const;
   void read_chunk(std::uint64_t inner, std::span<std::byte> out) const;
   VlenChunk read_vlen_chunk(std::uint64_t inner) const;
+  // The same into `out`, reusing its storage (a sweep decodes every chunk into a few buffers).
+  void read_vlen_chunk_into(std::uint64_t inner, VlenChunk& out) const;
 
  private:
   friend class Array;

@@ -33,6 +33,9 @@ std::vector<std::byte> encode_dense_chunk(const CodecChain& chain, const DataTyp
 // Decodes the stored bytes of a vlen chunk of `count` elements.
 VlenChunk decode_vlen_chunk(const CodecChain& chain, std::span<const std::byte> stored, std::uint64_t count,
                             std::uint64_t max_bytes, const ChunkRef& chunk);
+// The same into `out`, reusing its storage (sweeps decode many chunks into a few buffers).
+void decode_vlen_chunk_into(const CodecChain& chain, std::span<const std::byte> stored, std::uint64_t count,
+                            std::uint64_t max_bytes, const ChunkRef& chunk, VlenChunk& out);
 
 // Frames and encodes one vlen chunk. zstd frames record their content size (one-shot
 // compression), as zagg's writer does.

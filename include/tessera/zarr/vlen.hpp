@@ -37,6 +37,9 @@ struct VlenElementRef {
 // `expected_count`, a length running past the end, trailing bytes.
 std::vector<VlenElementRef> unframe_vlen(std::span<const std::byte> framed, std::uint64_t expected_count,
                                          const ChunkRef& chunk);
+// The same into `out`, reusing its storage.
+void unframe_vlen_into(std::span<const std::byte> framed, std::uint64_t expected_count, const ChunkRef& chunk,
+                       std::vector<VlenElementRef>& out);
 
 // One decoded read chunk of byte strings: owns the unframed bytes, element i is a view into them.
 class VlenChunk {
@@ -53,6 +56,14 @@ class VlenChunk {
   }
   // True when every element is the empty byte string.
   bool all_empty() const noexcept;
+
+  // The chunk's storage, handed over so a decoder can refill it without allocating
+  // (decode_vlen_chunk_into); the chunk is left with no elements.
+  struct Storage {
+    std::vector<std::byte> bytes;
+    std::vector<VlenElementRef> elements;
+  };
+  Storage release() noexcept { return {std::move(bytes_), std::move(elements_)}; }
 
  private:
   std::vector<std::byte> bytes_;

@@ -45,7 +45,6 @@ void draw_progress(const ragged::build::BuildProgress& p) {
 // Turns the parsed flags into build options; CLI::ValidationError (exit 2) for conflicts.
 ragged::build::BuildOptions options_of(BuildArgs& a) {
   ragged::build::BuildOptions o = a.o;
-  if (a.layout == "flat") throw CLI::ValidationError("--layout", "flat stores are not written yet (only hive)");
   if (a.o.weight_col && !(a.gain_name && a.gain_version))
     throw CLI::ValidationError("--weight-col", "a flux field needs --gain-name and --gain-version");
   if (!a.o.weight_col && (a.gain_name || a.gain_version)) throw CLI::ValidationError("--gain-name", "applies to --weight-col only");
@@ -56,6 +55,7 @@ ragged::build::BuildOptions options_of(BuildArgs& a) {
   ragged::LeafGeometry& g = o.leaf.geometry;
   g.chunk_order = a.chunk_order ? *a.chunk_order : std::min(g.cell_order, g.shard_order + 4);
   g.unsharded = a.unsharded;
+  g.flat = a.layout == "flat";
   ragged::FieldSpec field;
   field.name = a.field;
   field.delta = a.delta;
@@ -82,6 +82,7 @@ void print_report(const ragged::build::BuildReport& r, const std::string& out) {
   ragged_cli::print_json([&](codec::json::JsonWriter& w) {
     w.begin_object();
     w.key("store").value(out);
+    w.key("layout").value(r.flat ? "flat" : "hive");
     w.key("semantic_hash").value(r.semantic_hash);
     w.key("shards_written").value(static_cast<std::uint64_t>(r.leaves.size()));
     w.key("cells_with_data").value(r.cells_with_data);
@@ -99,10 +100,10 @@ void print_report(const ragged::build::BuildReport& r, const std::string& out) {
     for (const auto& leaf : r.leaves) {
       w.begin_object();
       w.key("shard").value(ragged::morton::to_decimal(leaf.shard));
-      w.key("leaf").value(leaf.leaf);
+      if (!r.flat) w.key("leaf").value(leaf.leaf);
       w.key("cells_with_data").value(leaf.cells_with_data);
       w.key("observations").value(leaf.observations);
-      w.key("combined_hash").value(leaf.combined_hash);
+      if (!r.flat) w.key("combined_hash").value(leaf.combined_hash);
       w.end_object();
     }
     w.end_array();

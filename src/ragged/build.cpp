@@ -236,7 +236,14 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
   fs::create_directories(out);
   io::DirectoryStore store(out);
   const LeafGeometry& g = o.leaf.geometry;
-  hive::write_or_check_manifest(store, {o.dataset_name, o.dataset_version, o.leaf.semantic_hash, g.cell_order, g.shard_order});
+  if (g.flat) {
+    // A flat store has no leaves to check one by one: without `overwrite`, an existing store is
+    // refused as a whole (before anything is read or written).
+    if (!o.overwrite && store.exists("zarr.json"))
+      throw UsageError(out + ": a store already exists here (use --overwrite to add to it or replace its chunks)");
+  } else {
+    hive::write_or_check_manifest(store, {o.dataset_name, o.dataset_version, o.leaf.semantic_hash, g.cell_order, g.shard_order});
+  }
 
   const int threads = o.threads ? static_cast<int>(o.threads) : tbb::task_arena::automatic;
   tbb::task_arena arena(threads);
@@ -303,7 +310,7 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
   // Pass 2: one leaf per shard, in ascending word order. Without `overwrite` every target is
   // checked first, so a refused build writes no leaf at all.
   const std::vector<std::uint64_t> shards = spill.shards();
-  if (!o.overwrite)
+  if (!o.overwrite && !g.flat)
     for (const std::uint64_t s : shards)
       if (is_leaf_committed(store, morton::from_nested(s, g.shard_order)))
         throw UsageError(out + "/" + hive::leaf_path(morton::from_nested(s, g.shard_order)) +
@@ -354,7 +361,8 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
     }
     if (progress) progress({BuildProgress::Phase::Writing, s + 1, shards.size()});
   }
-  if (!written.empty()) {
+  report.flat = g.flat;
+  if (!g.flat && !written.empty()) {
     std::vector<std::string> timed_fields;
     for (const FieldSpec& f : o.leaf.fields)
       if (f.timed) timed_fields.push_back(f.name);

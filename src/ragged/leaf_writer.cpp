@@ -200,23 +200,27 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
   const morton::WordInfo info = morton::check(shard, "leaf shard", morton::Source::User);
   if (info.point || info.order != g.shard_order)
     throw UsageError("leaf: shard " + morton::to_decimal(shard) + " is not an area word of order " + std::to_string(g.shard_order));
-  leaf_key_ = hive::leaf_path(shard);
   first_cell_nested_ = morton::nested(shard) << (2 * g.depth());
-  tmp_key_ = leaf_key_ + ".tmp-" + std::to_string(::getpid());
-  if (!overwrite && is_leaf_committed(hive, shard))
-    throw UsageError(leaf_key_ + ": a committed leaf already exists (use --overwrite to replace it)");
-  // Temporaries of earlier, interrupted writers of this leaf.
-  const std::string parent = parent_of(leaf_key_), base = basename_of(leaf_key_);
-  for (const std::string& name : store_->list_dir(parent).prefixes)
-    if (name.rfind(base + ".tmp-", 0) == 0 || name.rfind(base + ".old-", 0) == 0) store_->erase_prefix(io::join_key(parent, name));
+  if (g.flat) {
+    first_chunk_key_ = morton::nested(shard) << (2 * (g.chunk_order - g.shard_order));
+  } else {
+    leaf_key_ = hive::leaf_path(shard);
+    tmp_key_ = leaf_key_ + ".tmp-" + std::to_string(::getpid());
+    if (!overwrite && is_leaf_committed(hive, shard))
+      throw UsageError(leaf_key_ + ": a committed leaf already exists (use --overwrite to replace it)");
+    // Temporaries of earlier, interrupted writers of this leaf.
+    const std::string parent = parent_of(leaf_key_), base = basename_of(leaf_key_);
+    for (const std::string& name : store_->list_dir(parent).prefixes)
+      if (name.rfind(base + ".tmp-", 0) == 0 || name.rfind(base + ".old-", 0) == 0) store_->erase_prefix(io::join_key(parent, name));
+    if (auto* dir = dynamic_cast<io::DirectoryStore*>(store_)) staging_ = std::make_unique<StagingStore>(*dir);
+  }
 
-  if (auto* dir = dynamic_cast<io::DirectoryStore*>(store_)) staging_ = std::make_unique<StagingStore>(*dir);
-  io::Store& target = staging_ ? static_cast<io::Store&>(*staging_) : *store_;
-  const leaf::CellsAxis axis{g.cells(), g.chunk_cells(), g.sharded()};
+  io::Store& target = leaf_store();
+  const leaf::CellsAxis axis{g.flat ? 12 * morton::pow4(g.cell_order) : g.cells(), g.chunk_cells(), g.sharded()};
   const std::string group = std::to_string(g.cell_order);
   const auto add = [&](Kind kind, std::size_t index, const std::string& name, zarr::ArrayMeta meta) {
     const std::string path = group + "/" + name;
-    arrays_.push_back(ArrayEntry{kind, index, path, zarr::ArrayWriter(target, tmp_key_ + "/" + path, std::move(meta))});
+    arrays_.push_back(ArrayEntry{kind, index, path, zarr::ArrayWriter(target, io::join_key(tmp_key_, path), std::move(meta))});
   };
   add(Kind::Morton, 0, "morton", leaf::dense_array(axis, "uint64", Json(0)));
   add(Kind::Count, 0, "count", leaf::dense_array(axis, "int32", Json(0)));
@@ -239,10 +243,12 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
   }
   if (g.sharded()) encoded_.assign(arrays_.size(), std::vector<std::optional<std::vector<std::byte>>>(g.chunks()));
   seen_.assign(g.chunks(), false);
+  filled_.assign(g.chunks(), false);
+  if (g.flat) write_metadata();  // the same documents for every shard: the store is readable from the start
 }
 
 LeafWriter::~LeafWriter() {
-  if (touched_ && !committed_) {
+  if (touched_ && !committed_ && !spec_.geometry.flat) {
     try {
       store_->erase_prefix(tmp_key_);
     } catch (...) {
@@ -262,18 +268,18 @@ EncodedChunk LeafWriter::encode(const ChunkData& d) const {
   const std::uint64_t c = g.chunk_cells();
   if (d.chunk >= g.chunks() || d.count.size() != c || d.digests.size() != spec_.fields.size() ||
       d.stats.size() != spec_.stats.stats().size() || (spec_.per_cell_time && d.cell_times.size() != c))
-    throw UsageError(leaf_key_ + ": chunk " + std::to_string(d.chunk) + " does not match the leaf's geometry and arrays");
+    throw UsageError(where() + ": chunk " + std::to_string(d.chunk) + " does not match the leaf's geometry and arrays");
   for (const auto& cells : d.digests)
-    if (cells.size() != c) throw UsageError(leaf_key_ + ": chunk " + std::to_string(d.chunk) + ": one digest per cell is needed");
+    if (cells.size() != c) throw UsageError(where() + ": chunk " + std::to_string(d.chunk) + ": one digest per cell is needed");
   for (const auto& values : d.stats)
-    if (values.size() != c) throw UsageError(leaf_key_ + ": chunk " + std::to_string(d.chunk) + ": one statistic per cell is needed");
+    if (values.size() != c) throw UsageError(where() + ": chunk " + std::to_string(d.chunk) + ": one statistic per cell is needed");
 
   EncodedChunk out;
   out.chunk = d.chunk;
   out.arrays.resize(arrays_.size());
   const std::uint64_t first = d.chunk * c;
   for (std::uint64_t i = 0; i < c; ++i) {
-    if (d.count[i] < 0) throw UsageError(leaf_key_ + ": negative count");
+    if (d.count[i] < 0) throw UsageError(where() + ": negative count");
     if (d.count[i] > 0) {
       out.occupied.push_back(first + i);
       out.observations += static_cast<std::uint64_t>(d.count[i]);
@@ -314,7 +320,7 @@ EncodedChunk LeafWriter::encode(const ChunkData& d) const {
                         : e.kind == Kind::Locations ? digest.locations_payload()
                                                     : digest.times_payload();
           if (e.kind != Kind::Payload && payloads[i].size() != digest.size() * 8)
-            throw UsageError(leaf_key_ + ": cell " + std::to_string(first + i) + " of field '" + spec_.fields[e.index].name +
+            throw UsageError(where() + ": cell " + std::to_string(first + i) + " of field '" + spec_.fields[e.index].name +
                              "': one companion word per centroid is needed");
           if (e.kind == Kind::Times)
             for (const std::uint64_t t : digest.times) out.time_join = out.time_join ? toc::join(out.time_join, t) : t;
@@ -329,9 +335,10 @@ EncodedChunk LeafWriter::encode(const ChunkData& d) const {
 }
 
 void LeafWriter::add(EncodedChunk chunk) {
-  if (committed_) throw UsageError(leaf_key_ + ": add after commit");
-  if (chunk.chunk >= seen_.size() || seen_[chunk.chunk]) throw UsageError(leaf_key_ + ": chunk " + std::to_string(chunk.chunk) + " added twice");
+  if (committed_) throw UsageError(where() + ": add after commit");
+  if (chunk.chunk >= seen_.size() || seen_[chunk.chunk]) throw UsageError(where() + ": chunk " + std::to_string(chunk.chunk) + " added twice");
   seen_[chunk.chunk] = true;
+  filled_[chunk.chunk] = !chunk.occupied.empty();
   occupied_.insert(occupied_.end(), chunk.occupied.begin(), chunk.occupied.end());
   observations_ += chunk.observations;
   if (chunk.time_join) time_join_ = time_join_ ? toc::join(time_join_, chunk.time_join) : chunk.time_join;
@@ -343,16 +350,31 @@ void LeafWriter::add(EncodedChunk chunk) {
   // Per-inner-chunk geometry: the chunk's objects are written now and its memory released.
   touched_ = true;
   for (std::size_t a = 0; a < arrays_.size(); ++a)
-    arrays_[a].writer.write_encoded_object({chunk.chunk}, std::span(&chunk.arrays[a], 1));
+    arrays_[a].writer.write_encoded_object({first_chunk_key_ + chunk.chunk}, std::span(&chunk.arrays[a], 1));
 }
 
 io::Store& LeafWriter::leaf_store() { return staging_ ? static_cast<io::Store&>(*staging_) : *store_; }
+
+std::string LeafWriter::where() const {
+  return spec_.geometry.flat ? "flat store, shard " + morton::to_decimal(shard_) : leaf_key_;
+}
+
+LeafReport LeafWriter::commit_flat(LeafReport& report) {
+  // Objects of this shard's chunks that received nothing this time are stale (an earlier build's).
+  const std::optional<std::vector<std::byte>> nothing;
+  for (std::uint64_t k = 0; k < filled_.size(); ++k)
+    if (!filled_[k])
+      for (ArrayEntry& a : arrays_) a.writer.write_encoded_object({first_chunk_key_ + k}, std::span(&nothing, 1));
+  committed_ = true;
+  report.written = !occupied_.empty();
+  return report;
+}
 
 void LeafWriter::write_metadata() {
   zarr::write_group(leaf_store(), tmp_key_, {});
   const std::optional<geo::Latitude> latitude =
       spec_.zagg_identical_metadata ? std::nullopt : std::optional<geo::Latitude>(spec_.latitude);
-  zarr::write_group(leaf_store(), tmp_key_ + "/" + std::to_string(spec_.geometry.cell_order),
+  zarr::write_group(leaf_store(), io::join_key(tmp_key_, std::to_string(spec_.geometry.cell_order)),
                     {leaf::dggs_attributes(spec_.geometry.cell_order, latitude)});
   for (ArrayEntry& a : arrays_) a.writer.write_metadata();
 }
@@ -390,7 +412,7 @@ void LeafWriter::swap_into_place() {
 }
 
 LeafReport LeafWriter::commit(const std::string& writer) {
-  if (committed_) throw UsageError(leaf_key_ + ": committed twice");
+  if (committed_) throw UsageError(where() + ": committed twice");
   LeafReport report;
   report.leaf_key = leaf_key_;
   report.shard = shard_;
@@ -398,9 +420,10 @@ LeafReport LeafWriter::commit(const std::string& writer) {
   report.cells_with_data = occupied_.size();
   report.observations = observations_;
   report.time_join = time_join_;
+  const LeafGeometry& g = spec_.geometry;
+  if (g.flat) return commit_flat(report);
   if (occupied_.empty()) return report;  // nothing to write: no prefix at all
   touched_ = true;
-  const LeafGeometry& g = spec_.geometry;
   write_metadata();
   if (g.sharded())  // one object per array, assembled and written in parallel
     tbb::parallel_for(std::size_t{0}, arrays_.size(), [&](std::size_t a) { arrays_[a].writer.write_encoded_object({0}, encoded_[a]); });

@@ -11,7 +11,9 @@
 //      parallel (digests §6.3, counts, dense statistics §6.1a, per-cell times), and commit the
 //      leaf (leaf_writer.hpp).
 // The manifest is written (or checked) before the first leaf and the root coverage MOC after the
-// last one.
+// last one. A flat store (`leaf.geometry.flat`, §6.2) has neither: every shard's chunks go into
+// the same sphere-wide arrays at the store root. No content hashes are computed: §7 hashes a
+// fixed-width array whole, fill included, and a flat array spans 12·4^cell_order cells.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +69,7 @@ struct BuildReport {
   std::uint64_t rows_accepted = 0;
   std::map<std::string, std::uint64_t> rejected;  // reason → rows
   std::uint64_t cells_with_data = 0;
+  bool flat = false;  // a flat store: `leaves` name no leaf and carry no content hashes
   double elapsed_seconds = 0;
   std::vector<std::string> warnings;
 };

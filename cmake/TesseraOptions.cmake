@@ -22,8 +22,8 @@ if(TESSERA_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# Optimisation of the code around the library, which runs no hot loops of its own: tests build at
-# -O1 and the CLI at -O2 in Release (about half the compile time of -O3). The sanitizer build
+# Optimisation of the code around the library, which runs no hot loops of its own: tests and the
+# CLI build at -O1 in Release (about half the compile time of -O3). The sanitizer build
 # compiles both at -O0, which halves their compile time again; the library keeps -O1 there, so
 # the code under test runs as instrumented optimised code.
 if(TESSERA_SANITIZE)
@@ -31,5 +31,11 @@ if(TESSERA_SANITIZE)
   set(TESSERA_CLI_OPT -O0)
 else()
   set(TESSERA_TEST_OPT $<$<CONFIG:Release>:-O1>)
-  set(TESSERA_CLI_OPT $<$<CONFIG:Release>:-O2>)
+  set(TESSERA_CLI_OPT $<$<CONFIG:Release>:-O1>)
+endif()
+
+# lld links the large (sanitized) test and fuzz binaries about five times faster than GNU ld.
+find_program(TESSERA_LLD ld.lld)
+if(TESSERA_LLD)
+  add_link_options(-fuse-ld=lld)
 endif()

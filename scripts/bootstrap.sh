@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # toolchain and build
-  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
+  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev lld
   # codecs, checksums, hashing
   libzstd-dev zstd zlib1g-dev libisal-dev libssl-dev
   # images (ragged heatmaps) and HDF5 (h5ad / 10x input)

@@ -2,7 +2,7 @@
 # The CI test pass, runnable from any directory:
 #   stage 1: gcc Release build (warnings as errors, benchmarks compiled) and every ctest test;
 #   stage 2: clang build with address+undefined sanitizers, ctest without tests labelled `slow`,
-#            then a ~10 s libFuzzer smoke run of each fuzz target.
+#            then a ~5 s libFuzzer smoke run of each fuzz target (scripts/fuzz.sh fuzzes for real).
 # Stops at the first failure. The last line is always `N passed, N failed`, counting ctest tests
 # of both stages plus one per fuzz target; a failing configure or build step counts as one failure.
 set -euo pipefail
@@ -47,7 +47,7 @@ run_ctest() {
   return "$rc"
 }
 
-# Fuzz smoke: ~10 s of libFuzzer per target from a fresh corpus seeded with the target's seeds,
+# Fuzz smoke: ~5 s of libFuzzer per target from a fresh corpus seeded with the target's seeds,
 # JOBS targets at a time (each libFuzzer process uses one core).
 # start_fuzz BIN: seeds the corpus and starts the target in the background, its pid in FUZZ_PID
 # (a variable, not output: a process started in a command substitution is not this shell's child).
@@ -59,7 +59,7 @@ start_fuzz() {
   mkdir -p "$corpus" "$artifacts"
   seeds="$(seed_corpus "$name" "$corpus")"
   echo "$seeds" >"$WORK/$name.seeds"
-  "$bin" -max_total_time=10 -rss_limit_mb=4096 -timeout=60 -artifact_prefix="$artifacts/" "$corpus" \
+  "$bin" -max_total_time=5 -rss_limit_mb=4096 -timeout=60 -artifact_prefix="$artifacts/" "$corpus" \
     >"$WORK/$name.log" 2>&1 &
   FUZZ_PID=$!
 }

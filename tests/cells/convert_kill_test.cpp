@@ -86,10 +86,25 @@ class ConvertKill : public ::testing::Test {
     reference_manifest_ = read_file_text(root_ / "reference/manifest.json");
   }
 
-  // A kill moment spread over the whole run (and a little past it), jittered.
-  std::chrono::microseconds delay(int i, int n) {
-    std::uniform_real_distribution<double> jitter(0.0, 1.0);
-    const double fraction = (static_cast<double>(i) + jitter(rng_)) / static_cast<double>(n) * 1.1;
+  // Kill moments, as fractions of the reference run: first a jittered sweep over the whole run
+  // (and a little past it), then a bisection toward the window in which tiles are written, which
+  // is a small and load-dependent share of the run (most of it can be the HDF5 scan): a kill
+  // reported `early` (nothing written yet) moves the window's lower bound up, `late` (the run had
+  // finished) its upper bound down.
+  struct KillMoments {
+    static constexpr int kSweep = 6;
+    double lo = 0, hi = 1.1;
+    int i = 0;
+    double next(std::mt19937& rng) {
+      std::uniform_real_distribution<double> jitter(0.0, 1.0);
+      const int k = i++;
+      if (k < kSweep) return (static_cast<double>(k) + jitter(rng)) / kSweep * 1.1;
+      return lo + (hi - lo) * (0.25 + 0.5 * jitter(rng));
+    }
+    void early(double f) { lo = std::max(lo, f); }
+    void late(double f) { hi = std::min(hi, f); }
+  };
+  std::chrono::microseconds delay(double fraction) const {
     return std::chrono::duration_cast<std::chrono::microseconds>(duration_ * fraction);
   }
 
@@ -107,12 +122,14 @@ class ConvertKill : public ::testing::Test {
 };
 
 TEST_F(ConvertKill, FreshOutputHasNoManifestOrAValidDataset) {
-  constexpr int kRuns = 8;
+  constexpr int kMaxRuns = 16;
   int complete = 0, partial = 0;
-  for (int i = 0; i < kRuns; ++i) {
+  KillMoments moments;
+  for (int i = 0; i < kMaxRuns && (i < KillMoments::kSweep || partial < 2); ++i) {
     const fs::path out = root_ / ("fresh_" + std::to_string(i));
+    const double f = moments.next(rng_);
     const pid_t pid = spawn_cli(convert_args(root_, out, false));
-    std::this_thread::sleep_for(delay(i, kRuns));
+    std::this_thread::sleep_for(delay(f));
     ::kill(pid, SIGKILL);
     const int rc = wait_for(pid);
     EXPECT_TRUE(rc == 0 || rc == 128 + SIGKILL) << rc;
@@ -120,8 +137,11 @@ TEST_F(ConvertKill, FreshOutputHasNoManifestOrAValidDataset) {
     if (fs::exists(out / "manifest.json")) {
       ++complete;
       EXPECT_EQ(read_file_text(out / "manifest.json"), reference_manifest_);
+      moments.late(f);
     } else if (fs::exists(out / "tiles/tile_000000.dct")) {
       ++partial;  // killed while tiles were being written
+    } else {
+      moments.early(f);
     }
   }
   RecordProperty("complete_runs", complete);
@@ -137,21 +157,26 @@ TEST_F(ConvertKill, OverwriteNeverLosesThePreviousDataset) {
   ASSERT_EQ(wait_for(spawn_cli(args)), 0);
   const std::string old_manifest = read_file_text(out / "manifest.json");
   ASSERT_NE(old_manifest, reference_manifest_);
-  constexpr int kRuns = 8;
-  bool replaced = false;
+  // Runs go on after the new dataset has replaced the old one: a kill must not lose that one either.
+  constexpr int kMaxRuns = 16;
   int interrupted_builds = 0;
-  for (int i = 0; i < kRuns && !replaced; ++i) {
+  KillMoments moments;
+  for (int i = 0; i < kMaxRuns && (i < KillMoments::kSweep || interrupted_builds < 2); ++i) {
+    const double f = moments.next(rng_);
+    const auto manifest_time = fs::last_write_time(out / "manifest.json");
     const pid_t pid = spawn_cli(convert_args(root_, out, true));
-    std::this_thread::sleep_for(delay(i, kRuns));
+    std::this_thread::sleep_for(delay(f));
     ::kill(pid, SIGKILL);
-    wait_for(pid);
+    const int rc = wait_for(pid);
     ASSERT_TRUE(fs::exists(out / "manifest.json")) << "run " << i << " lost the dataset";
     const std::string now = read_file_text(out / "manifest.json");
     EXPECT_TRUE(now == old_manifest || now == reference_manifest_) << "run " << i;
     const auto v = run_cli({"cells", "verify", out.string()});
     ASSERT_EQ(v.rc, 0) << "run " << i << ": " << v.err;
-    replaced = now == reference_manifest_;
-    if (!replaced && fs::exists(root_ / ("dataset.tmp" + std::to_string(pid)) / "tiles")) ++interrupted_builds;
+    const fs::path staging = root_ / ("dataset.tmp" + std::to_string(pid));
+    if (fs::exists(staging / "tiles")) ++interrupted_builds;
+    else if (rc == 0 || fs::last_write_time(out / "manifest.json") != manifest_time) moments.late(f);  // swapped in
+    else moments.early(f);
   }
   RecordProperty("interrupted_builds", interrupted_builds);
   EXPECT_GT(interrupted_builds, 0) << "no kill landed while the new dataset was being built";

@@ -8,18 +8,22 @@
 //       take turns);
 //   (b) convert: interop::convert_to_tet with `--jobs` jobs into OUT_DIR (page cache, and the
 //       writer's fsync at commit; `--out-dir` on a tmpfs leaves the device out);
-//   (c) write only: the same number of bytes written from one reused 64 MiB buffer through
+//   (c) write only: the same number of bytes written from one reused 4 MiB buffer (the size of
+//       the converter's units on 2 jobs, so it stays in the CPU's cache as theirs do) through
 //       io::AtomicFileSink (pwrite, fsync, rename) into OUT_DIR — what writing the output costs
 //       before anything is read; a converter cannot beat the slower of (a) and (c).
 //
-// One untimed round warms the page cache; then `--repeat` rounds, alternating which pass goes
-// first. Reported: MB/s (10^6 decoded bytes per second) per pass — median, min, max — and the
-// ratios b/a of each round and their median (target ≥ 0.70), and b / min(a, c).
+// One untimed round warms the page cache; then `--repeat` rounds, each starting one pass later
+// than the previous. Reported: MB/s (10^6 decoded bytes per second) per pass — median, min, max —
+// with the median CPU seconds (user + system, all threads: the cost that does not depend on how
+// busy the machine is), the ratios b/a of each round and their median (target ≥ 0.70),
+// b / min(a, c), and the machine's load average at the start and at the end.
 //
-// Usage: bench_tet_convert --out-dir DIR [--repeat R] [--jobs J] [--read-threads T] [--only read|convert|write]
-//                          NAME=FILE.h5 …
+// Usage: bench_tet_convert --out-dir DIR [--repeat R] [--jobs J] [--read-threads T]
+//                          [--only read|convert|write] NAME=FILE.h5 …
 // (`--only` runs one pass, `--repeat` times with no warm-up and no ratio: for perf and the like.)
 #include <hdf5.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -175,7 +179,7 @@ void convert(const fs::path& input, const fs::path& output, unsigned jobs) {
 
 // Pass (c): `bytes` through an atomic file sink, committed (fsync + rename); removed by the caller.
 void write_only(const fs::path& output, std::uint64_t bytes) {
-  static const std::vector<std::byte> block(std::size_t{64} << 20, std::byte{1});
+  static const std::vector<std::byte> block(std::size_t{4} << 20, std::byte{1});
   tessera::io::AtomicFileSink sink(output.string());
   for (std::uint64_t left = bytes; left > 0;) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
@@ -183,6 +187,21 @@ void write_only(const fs::path& output, std::uint64_t bytes) {
     left -= n;
   }
   sink.commit();
+}
+
+// CPU seconds (user + system, every thread) the process has used so far.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// The machine's load average: rates are only comparable between runs at similar load; the ratios
+// of one run are measured side by side.
+void print_load(const char* when) {
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) == 3) std::printf("load average at the %s: %.2f %.2f %.2f\n", when, load[0], load[1], load[2]);
 }
 
 struct Stats {
@@ -196,9 +215,11 @@ Stats stats(std::vector<double> v) {
 int run(const Args& args) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   fs::create_directories(args.out_dir);
-  std::printf("tet-convert: %d round(s), convert --jobs %u, libhdf5 read on %d thread(s), output in %s\n\n",
+  std::printf("tet-convert: %d round(s), convert --jobs %u, libhdf5 read on %d thread(s), output in %s\n",
               args.repeat, args.jobs, args.read_threads, args.out_dir.c_str());
-  std::printf("%-10s %-34s %12s %22s\n", "input", "pass", "median MB/s", "min … max");
+  print_load("start");
+  std::printf("\n");
+  std::printf("%-10s %-34s %12s %22s %10s\n", "input", "pass", "median MB/s", "min … max", "CPU s");
   std::vector<std::string> summary;
   for (const Input& input : args.inputs) {
     const Hdf5Chunks h5(input.path);
@@ -222,15 +243,18 @@ int run(const Args& args) {
     write_only(output, h5.bytes());
     fs::remove(output);
     std::vector<double> read_rate, convert_rate, write_rate, ratio, ratio_floor;
+    std::vector<double> cpu[3];  // CPU seconds per pass and round
     for (int r = 0; r < args.repeat; ++r) {
       double t[3] = {0, 0, 0};  // read, convert, write
       for (int k = 0; k < 3; ++k) {
         const int pass = (k + r) % 3;  // each round starts one pass later
         const auto t0 = std::chrono::steady_clock::now();
+        const double c0 = cpu_seconds();
         if (pass == 0) read_all_chunks(h5, args.read_threads);
         else if (pass == 1) convert(input.path, output, args.jobs);
         else write_only(output, h5.bytes());
         t[pass] = seconds_since(t0);
+        cpu[pass].push_back(cpu_seconds() - c0);
         fs::remove(output);
       }
       read_rate.push_back(mb / t[0]);
@@ -240,12 +264,14 @@ int run(const Args& args) {
       ratio_floor.push_back(std::max(t[0], t[2]) / t[1]);
     }
     const Stats a = stats(read_rate), b = stats(convert_rate), c = stats(write_rate);
-    auto row = [&](const char* pass, const Stats& x) {
-      std::printf("%-10s %-34s %12.0f %10.0f … %-10.0f\n", input.name.c_str(), pass, x.median, x.min, x.max);
+    auto row = [&](const char* pass, const Stats& x, const std::vector<double>& seconds) {
+      std::printf("%-10s %-34s %12.0f %10.0f … %-10.0f %10.2f\n", input.name.c_str(), pass, x.median, x.min, x.max,
+                  tessera::bench::median(seconds));
     };
-    row("(a) libhdf5 read (H5Dread/chunk)", a);
-    row("(b) convert_to_tet", b);
-    row("(c) write only (AtomicFileSink)", c);
+    row("(a) libhdf5 read (H5Dread/chunk)", a, cpu[0]);
+    row("(b) convert_to_tet", b, cpu[1]);
+    row("(c) write only (AtomicFileSink)", c, cpu[2]);
+    std::fflush(stdout);  // a row per input as it finishes, also when stdout is a file
     auto rounds = [](const std::vector<double>& v) {
       std::string out;
       char cell[16];
@@ -265,6 +291,7 @@ int run(const Args& args) {
   }
   std::printf("\n");
   for (const auto& line : summary) std::printf("%s\n", line.c_str());
+  print_load("end");
   return 0;
 }
 

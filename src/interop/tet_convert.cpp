@@ -3,10 +3,10 @@
 // (tile_pieces: whole source chunks, or slabs of a whole-array tile that is not one). The pieces
 // of a unit are read by up to `jobs` threads of a oneTBB arena straight into the unit's buffer,
 // converted to `.tet` element types on the way; the unit is then written while the next one is
-// read. Memory stays at two units (64 MiB each by default, at least one source chunk) plus one
-// piece of stored elements per thread, however large a single tile is. The footer carries the
-// `convert` history row, `metadata.file` and the imported attrs, dimension names and labels;
-// TetWriter commits the file atomically.
+// read. Memory stays at two units (by default 2 MiB per job, 4–64 MiB, and at least one source
+// chunk) plus one piece of stored elements per thread, however large a single tile is. The
+// footer carries the `convert` history row, `metadata.file` and the imported attrs, dimension
+// names and labels; TetWriter commits the file atomically.
 #include "tessera/interop/tet_convert.hpp"
 
 #include <tbb/enumerable_thread_specific.h>
@@ -32,7 +32,14 @@
 namespace tessera::interop {
 namespace {
 
-// A tile that is not a source chunk is read in pieces of about this many bytes, in parallel.
+// The default unit: 2 MiB per job, 4 MiB at least and 64 MiB at most. Small units are faster as
+// well as smaller: the unit just read is still in the CPU's cache when it is written (two are in
+// flight), where a 64 MiB unit goes out to memory and back (docs/performance.md, tet-convert).
+constexpr std::uint64_t kUnitBytesPerJob = std::uint64_t{2} << 20;
+constexpr std::uint64_t kMinDefaultUnitBytes = std::uint64_t{4} << 20;
+constexpr std::uint64_t kMaxDefaultUnitBytes = std::uint64_t{64} << 20;
+// A tile that is not a source chunk is read in pieces of at most this many bytes, and of at most
+// a job's share of a unit, so every job has a piece of it to read.
 constexpr std::uint64_t kPieceBytes = std::uint64_t{8} << 20;
 
 std::string unix_seconds_now() {
@@ -62,15 +69,15 @@ tet::DatasetMetadata dataset_metadata(const SourceArray& array) {
 bool empty_metadata(const tet::DatasetMetadata& md) { return md.attrs.empty() && !md.dim_names && md.coords.empty(); }
 
 // The bound on one unit of output (a group of tiles or a part of one tile): the option, else the
-// environment variable when it is a positive decimal number, else the default.
-std::uint64_t resolve_unit_bytes(std::uint64_t requested) {
+// environment variable when it is a positive decimal number, else the default for `jobs` threads.
+std::uint64_t resolve_unit_bytes(std::uint64_t requested, int jobs) {
   if (requested != 0) return requested;
   if (const char* env = std::getenv("TESSERA_TET_CONVERT_UNIT_BYTES"); env != nullptr && *env >= '0' && *env <= '9') {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(env, &end, 10);
     if (*end == '\0' && v > 0) return v;
   }
-  return kDefaultConvertUnitBytes;
+  return std::clamp(kUnitBytesPerJob * static_cast<std::uint64_t>(jobs), kMinDefaultUnitBytes, kMaxDefaultUnitBytes);
 }
 
 // Reads the pieces of units into buffers, in parallel on the arena's threads, converting
@@ -134,8 +141,10 @@ class UnitBuffer {
 void stream_datasets(const ArraySource& source, const std::vector<ConvertPlan>& plans, tet::TetWriter& writer,
                      const ConvertOptions& options) {
   const auto& arrays = source.arrays();
-  const std::uint64_t unit_bytes = resolve_unit_bytes(options.unit_bytes);
-  const std::uint64_t piece_bytes = std::min(kPieceBytes, unit_bytes);
+  const int jobs = resolve_jobs(options.jobs);
+  const std::uint64_t unit_bytes = resolve_unit_bytes(options.unit_bytes, jobs);
+  const std::uint64_t piece_bytes =
+      std::max<std::uint64_t>(1, std::min(kPieceBytes, unit_bytes / static_cast<std::uint64_t>(jobs)));
   struct Slot {
     UnitBuffer buffer;
     std::span<std::byte> bytes;
@@ -144,7 +153,7 @@ void stream_datasets(const ArraySource& source, const std::vector<ConvertPlan>& 
   };
   std::array<Slot, 2> slots;
   ConvertProgress progress{0, writer.chunk_count(), {}};
-  tbb::task_arena arena(resolve_jobs(options.jobs));
+  tbb::task_arena arena(jobs);
   arena.execute([&] {
     tbb::task_group writing;
     const Slot* pending = nullptr;  // the unit being written

@@ -1,7 +1,8 @@
 // TetWriter: call-order rules, the file preamble (superblock, directory, index placeholder), the
-// chunk rows (cut into clipped tiles, zstd-compressed in parallel), payloads carried over from an
-// existing file, and the commit (footer, final superblock and index patched in place). Spec
-// validation and tile cutting live in writer_plan.cpp.
+// chunk rows (cut into clipped tiles, zstd-compressed in parallel), raw tiles given as a payload
+// stream cut anywhere (append_raw_tiles), payloads carried over from an existing file, and the
+// commit (footer, final superblock and index patched in place). Spec validation and tile cutting
+// live in writer_plan.cpp.
 //
 // The index is written as zeros first and patched at commit because zstd payload sizes are known
 // only once each tile is compressed; payloads follow the index contiguously in index order, so

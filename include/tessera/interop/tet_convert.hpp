@@ -34,11 +34,9 @@ struct ConvertOptions {
   // larger than this — the whole-array tile of an unchunked or CF-packed variable — is streamed in
   // parts; a unit still holds at least one whole source chunk. 0 = the environment variable
   // TESSERA_TET_CONVERT_UNIT_BYTES (a decimal byte count, for tests and benchmarks) when set,
-  // else kDefaultConvertUnitBytes.
+  // else 2 MiB per job, at least 4 MiB and at most 64 MiB. The output bytes do not depend on it.
   std::uint64_t unit_bytes = 0;
 };
-
-inline constexpr std::uint64_t kDefaultConvertUnitBytes = std::uint64_t{64} << 20;
 
 inline constexpr unsigned kMaxConvertJobs = 64;
 

@@ -1,10 +1,16 @@
 // cells::Dataset: opening, metadata, the decoded-tile LRU and batch gathering (spec
 // deltacells.md §8.1, §8.2, §8.4). Fetching and the compressed cache live in tile_cache.cpp.
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <type_traits>
 
 #include "dataset_impl.hpp"
 #include "rules.hpp"
@@ -188,105 +194,200 @@ const Dataset::Impl::Decoded& Dataset::Impl::decode(std::uint64_t t, const Tile&
 
 namespace {
 
-// The request grouped by tile: for each distinct tile (in order of first appearance) the
-// positions of the request that fall in it.
-struct Plan {
-  std::vector<std::uint64_t> tile_of_cell;
-  std::vector<std::uint64_t> tiles;                 // distinct, first-appearance order
-  std::vector<std::vector<std::size_t>> positions;  // per entry of `tiles`
-};
+// Batches above this size (indices and values) are written with streaming stores.
+constexpr std::uint64_t kStreamBatchBytes = std::uint64_t{16} << 20;
 
-// Fetches every tile a request touches (pinned, so the cache keeps them) and computes the
-// output indptr; with `fill`, decodes each tile once and copies its rows into place.
+// Copies one row of a decoded tile into a batch, converting the values to V. A batch of an
+// epoch (~200 MB) is far larger than the caches, so with `stream` the row is written with
+// non-temporal stores: the destination lines are not read in first (a third of the copy's
+// memory traffic) and do not evict the decoded tile the next rows come from. The caller fences.
 template <typename V>
-std::vector<std::int64_t> gather(Dataset& ds, Dataset::Impl& impl, std::span<const std::int64_t> cells,
-                                 std::span<std::int32_t> out_indices, std::span<V> out_values, bool fill,
-                                 std::uint64_t* nnz_out) {
-  const std::uint64_t n_cells = ds.n_cells();
-  for (const auto c : cells)
-    if (c < 0 || static_cast<std::uint64_t>(c) >= n_cells)
-      throw UsageError("cell " + std::to_string(c) + " outside the valid range [0, " + std::to_string(n_cells) + ")");
-  Plan plan;
-  plan.tile_of_cell.resize(cells.size());
-  std::map<std::uint64_t, std::size_t> slot;
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    const std::uint64_t t = ds.tile_of(static_cast<std::uint64_t>(cells[i]));
-    plan.tile_of_cell[i] = t;
-    auto [it, inserted] = slot.emplace(t, plan.tiles.size());
-    if (inserted) {
-      plan.tiles.push_back(t);
-      plan.positions.emplace_back();
+void copy_row(const std::int32_t* idx, const std::int32_t* val, std::size_t len, std::int32_t* out_idx, V* out_val,
+              bool stream) {
+#if defined(__SSE2__)
+  if (stream) {
+    std::size_t j = 0;
+    // Scalar until the destinations are 16-byte aligned (both are when their offsets agree).
+    const auto misaligned = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 != 0; };
+    for (; j < len && (misaligned(out_idx + j) || misaligned(out_val + j)); ++j) {
+      out_idx[j] = idx[j];
+      out_val[j] = static_cast<V>(val[j]);
     }
-    plan.positions[it->second].push_back(i);
-  }
-  impl.pin(plan.tiles);
-  struct Unpin {
-    Dataset::Impl& impl;
-    const std::vector<std::uint64_t>& tiles;
-    ~Unpin() { impl.unpin(tiles); }
-  } unpin{impl, plan.tiles};
-  if (plan.tiles.size() > 1) impl.prefetch(plan.tiles);
-
-  // Row lengths from each tile's indptr.
-  std::vector<std::shared_ptr<const Tile>> tiles(plan.tiles.size());
-  std::vector<std::int64_t> indptr(cells.size() + 1, 0);
-  for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
-    tiles[k] = impl.get_tile(plan.tiles[k]);
-    const std::uint64_t start = plan.tiles[k] == 0 ? 0 : impl.limits[plan.tiles[k] - 1];
-    const auto ip = tiles[k]->indptr();
-    for (const std::size_t i : plan.positions[k]) {
-      const std::uint64_t r = static_cast<std::uint64_t>(cells[i]) - start;
-      indptr[i + 1] = ip[r + 1] - ip[r];
+    if ((reinterpret_cast<std::uintptr_t>(out_idx + j) - reinterpret_cast<std::uintptr_t>(out_val + j)) % 16 == 0) {
+      for (; j + 4 <= len; j += 4) {
+        _mm_stream_si128(reinterpret_cast<__m128i*>(out_idx + j),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(idx + j)));
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(val + j));
+        if constexpr (std::is_same_v<V, float>)
+          _mm_stream_ps(out_val + j, _mm_cvtepi32_ps(v));
+        else
+          _mm_stream_si128(reinterpret_cast<__m128i*>(out_val + j), v);
+      }
     }
+    idx += j, val += j, out_idx += j, out_val += j, len -= j;
   }
-  std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
-  const auto nnz = static_cast<std::uint64_t>(indptr.back());
-  if (nnz_out) *nnz_out = nnz;
-  if (!fill) return indptr;
-  if (out_indices.size() < nnz || out_values.size() < nnz)
-    throw UsageError("output buffers hold " + std::to_string(std::min(out_indices.size(), out_values.size())) +
-                     " entries; the batch has " + std::to_string(nnz) + " nonzeros");
-  for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
-    const auto& d = impl.decode(plan.tiles[k], *tiles[k]);
-    const std::uint64_t start = plan.tiles[k] == 0 ? 0 : impl.limits[plan.tiles[k] - 1];
-    const auto ip = tiles[k]->indptr();
-    for (const std::size_t i : plan.positions[k]) {
-      const std::uint64_t r = static_cast<std::uint64_t>(cells[i]) - start;
-      const auto lo = static_cast<std::size_t>(ip[r]);
-      const auto len = static_cast<std::size_t>(ip[r + 1] - ip[r]);
-      const auto dst = static_cast<std::size_t>(indptr[i]);
-      std::copy_n(d.indices.data() + lo, len, out_indices.data() + dst);
-      std::transform(d.values.data() + lo, d.values.data() + lo + len, out_values.data() + dst,
-                     [](std::int32_t v) { return static_cast<V>(v); });
-    }
-  }
-  return indptr;
+#else
+  (void)stream;
+#endif
+  std::memcpy(out_idx, idx, len * sizeof(std::int32_t));
+  if constexpr (std::is_same_v<V, std::int32_t>)
+    std::memcpy(out_val, val, len * sizeof(std::int32_t));
+  else
+    std::transform(val, val + len, out_val, [](std::int32_t v) { return static_cast<V>(v); });
 }
+
+// One batch request in progress: validates the cells, groups them by tile, pins and fetches
+// those tiles, and writes the output indptr from the tiles' indptr (no decoding). `fill` then
+// decodes each tile once, through the LRU, and copies its rows into place. The tiles stay pinned
+// until the request is destroyed. Caller holds api_mu (the grouping scratch lives in Impl).
+class BatchRequest {
+ public:
+  BatchRequest(Dataset& ds, Dataset::Impl& impl, std::span<const std::int64_t> cells, std::vector<std::int64_t>& indptr)
+      : impl_(impl), cells_(cells), indptr_(indptr) {
+    const std::uint64_t n_cells = ds.n_cells();
+    for (const auto c : cells)
+      if (c < 0 || static_cast<std::uint64_t>(c) >= n_cells)
+        throw UsageError("cell " + std::to_string(c) + " outside the valid range [0, " + std::to_string(n_cells) + ")");
+    group(ds);
+    impl.pin(impl.plan.tiles);
+    guard_.impl = &impl;
+    if (impl.plan.tiles.size() > 1) impl.prefetch(impl.plan.tiles);
+    // Row lengths from each tile's indptr, then their running sum.
+    auto& plan = impl.plan;
+    plan.parsed.resize(plan.tiles.size());
+    indptr.resize(cells.size() + 1);
+    indptr[0] = 0;
+    for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
+      plan.parsed[k] = impl.get_tile(plan.tiles[k]);
+      const auto ip = plan.parsed[k]->indptr();
+      const std::uint64_t start = tile_start(k);
+      for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
+        const std::size_t i = plan.order[p];
+        const std::uint64_t r = static_cast<std::uint64_t>(cells[i]) - start;
+        indptr[i + 1] = ip[r + 1] - ip[r];
+      }
+    }
+    std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
+  }
+  BatchRequest(const BatchRequest&) = delete;
+  BatchRequest& operator=(const BatchRequest&) = delete;
+
+  std::uint64_t nnz() const noexcept { return static_cast<std::uint64_t>(indptr_.back()); }
+
+  template <typename V>
+  void fill(std::span<std::int32_t> out_indices, std::span<V> out_values) {
+    const std::uint64_t nnz = this->nnz();
+    if (out_indices.size() < nnz || out_values.size() < nnz)
+      throw UsageError("output buffers hold " + std::to_string(std::min(out_indices.size(), out_values.size())) +
+                       " entries; the batch has " + std::to_string(nnz) + " nonzeros");
+    const auto& plan = impl_.plan;
+    const bool stream = nnz * 8 > kStreamBatchBytes;
+    for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
+      const auto& d = impl_.decode(plan.tiles[k], *plan.parsed[k]);
+      const std::uint64_t start = tile_start(k);
+      const auto ip = plan.parsed[k]->indptr();
+      for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
+        const std::size_t i = plan.order[p];
+        const std::uint64_t r = static_cast<std::uint64_t>(cells_[i]) - start;
+        const auto lo = static_cast<std::size_t>(ip[r]);
+        const auto len = static_cast<std::size_t>(ip[r + 1] - ip[r]);
+        const auto dst = static_cast<std::size_t>(indptr_[i]);
+        copy_row<V>(d.indices.data() + lo, d.values.data() + lo, len, out_indices.data() + dst,
+                    out_values.data() + dst, stream);
+      }
+    }
+#if defined(__SSE2__)
+    if (stream) _mm_sfence();  // the streamed rows are visible to other threads once we return
+#endif
+  }
+
+ private:
+  std::uint64_t tile_start(std::size_t k) const {
+    const std::uint64_t t = impl_.plan.tiles[k];
+    return t == 0 ? 0 : impl_.limits[t - 1];
+  }
+
+  // Fills plan.tiles (distinct, first-appearance order) and, per tile, the request positions in
+  // it (order[offsets[k] .. offsets[k+1])), a counting sort with no per-call allocation once the
+  // scratch has grown.
+  void group(Dataset& ds) {
+    auto& plan = impl_.plan;
+    plan.tiles.clear();
+    plan.slot_of.resize(cells_.size());
+    if (plan.slot_by_tile.size() != ds.n_tiles()) plan.slot_by_tile.assign(ds.n_tiles(), kNoSlot);
+    std::uint64_t lo = 1, hi = 0, tile = 0;  // bounds of the last cell's tile (empty at first)
+    for (std::size_t i = 0; i < cells_.size(); ++i) {
+      const auto c = static_cast<std::uint64_t>(cells_[i]);
+      if (c < lo || c >= hi) {  // consecutive cells mostly share a tile: skip the search
+        tile = ds.tile_of(c);
+        lo = tile == 0 ? 0 : impl_.limits[tile - 1];
+        hi = impl_.limits[tile];
+      }
+      std::size_t& slot = plan.slot_by_tile[tile];
+      if (slot == kNoSlot) {
+        slot = plan.tiles.size();
+        plan.tiles.push_back(tile);
+      }
+      plan.slot_of[i] = slot;
+    }
+    plan.offsets.assign(plan.tiles.size() + 1, 0);
+    for (std::size_t i = 0; i < cells_.size(); ++i) ++plan.offsets[plan.slot_of[i] + 1];
+    std::partial_sum(plan.offsets.begin(), plan.offsets.end(), plan.offsets.begin());
+    plan.order.resize(cells_.size());
+    plan.cursor.assign(plan.offsets.begin(), plan.offsets.end() - 1);
+    for (std::size_t i = 0; i < cells_.size(); ++i) plan.order[plan.cursor[plan.slot_of[i]]++] = i;
+    for (const auto t : plan.tiles) plan.slot_by_tile[t] = kNoSlot;  // leave it clean for the next call
+  }
+
+  // Unpins the tiles and drops the references to them, also when the constructor throws after
+  // pinning (a member is destroyed then, the request itself is not).
+  struct Guard {
+    Dataset::Impl* impl = nullptr;
+    ~Guard() {
+      if (!impl) return;
+      impl->unpin(impl->plan.tiles);
+      for (auto& t : impl->plan.parsed) t.reset();  // the compressed cache decides what stays alive
+    }
+  };
+
+  static constexpr std::size_t kNoSlot = static_cast<std::size_t>(-1);
+  Dataset::Impl& impl_;
+  std::span<const std::int64_t> cells_;
+  std::vector<std::int64_t>& indptr_;
+  Guard guard_;
+};
 
 }  // namespace
 
 std::uint64_t Dataset::batch_nnz(std::span<const std::int64_t> cells) {
   std::lock_guard lk(impl_->api_mu);
-  std::uint64_t nnz = 0;
-  gather<std::int32_t>(*this, *impl_, cells, {}, std::span<std::int32_t>{}, false, &nnz);
-  return nnz;
+  std::vector<std::int64_t> indptr;
+  return BatchRequest(*this, *impl_, cells, indptr).nnz();
+}
+
+void Dataset::get_batch(std::span<const std::int64_t> cells, Values values, SparseBatch& out) {
+  std::lock_guard lk(impl_->api_mu);
+  BatchRequest req(*this, *impl_, cells, out.indptr);
+  const auto nnz = static_cast<std::size_t>(req.nnz());
+  out.values = values;
+  out.n_genes = n_genes();
+  // resize() keeps the capacity and zero-fills only growth beyond the current size, so a reused
+  // batch of similar size costs neither page faults nor a full clear before it is overwritten.
+  out.indices.resize(nnz);
+  if (values == Values::Int32) {
+    out.values_float32.clear();
+    out.values_int32.resize(nnz);
+    req.fill<std::int32_t>(out.indices, out.values_int32);
+  } else {
+    out.values_int32.clear();
+    out.values_float32.resize(nnz);
+    req.fill<float>(out.indices, out.values_float32);
+  }
 }
 
 SparseBatch Dataset::get_batch(std::span<const std::int64_t> cells, Values values) {
-  std::lock_guard lk(impl_->api_mu);
   SparseBatch b;
-  b.values = values;
-  b.n_genes = n_genes();
-  std::uint64_t nnz = 0;
-  gather<std::int32_t>(*this, *impl_, cells, {}, std::span<std::int32_t>{}, false, &nnz);
-  b.indices.resize(nnz);
-  if (values == Values::Int32) {
-    b.values_int32.resize(nnz);
-    b.indptr = gather<std::int32_t>(*this, *impl_, cells, b.indices, std::span<std::int32_t>(b.values_int32), true, nullptr);
-  } else {
-    b.values_float32.resize(nnz);
-    b.indptr = gather<float>(*this, *impl_, cells, b.indices, std::span<float>(b.values_float32), true, nullptr);
-  }
+  get_batch(cells, values, b);
   return b;
 }
 
@@ -294,13 +395,17 @@ std::vector<std::int64_t> Dataset::get_batch_into(std::span<const std::int64_t> 
                                                   std::span<std::int32_t> out_indices,
                                                   std::span<std::int32_t> out_values) {
   std::lock_guard lk(impl_->api_mu);
-  return gather<std::int32_t>(*this, *impl_, cells, out_indices, out_values, true, nullptr);
+  std::vector<std::int64_t> indptr;
+  BatchRequest(*this, *impl_, cells, indptr).fill<std::int32_t>(out_indices, out_values);
+  return indptr;
 }
 
 std::vector<std::int64_t> Dataset::get_batch_into(std::span<const std::int64_t> cells,
                                                   std::span<std::int32_t> out_indices, std::span<float> out_values) {
   std::lock_guard lk(impl_->api_mu);
-  return gather<float>(*this, *impl_, cells, out_indices, out_values, true, nullptr);
+  std::vector<std::int64_t> indptr;
+  BatchRequest(*this, *impl_, cells, indptr).fill<float>(out_indices, out_values);
+  return indptr;
 }
 
 }  // namespace tessera::cells

@@ -58,6 +58,17 @@ struct Dataset::Impl {
   std::vector<Decoded> free_buffers;
   std::unique_ptr<tbb::task_arena> decode_arena;
 
+  // Scratch of the batch request in progress, reused across calls (guarded by api_mu).
+  struct BatchPlan {
+    std::vector<std::uint64_t> tiles;                 // distinct tiles, first-appearance order
+    std::vector<std::shared_ptr<const Tile>> parsed;  // per entry of `tiles`
+    std::vector<std::size_t> offsets;                 // per tile: its positions in `order`
+    std::vector<std::size_t> order;                   // request positions grouped by tile
+    std::vector<std::size_t> slot_of, cursor;         // grouping scratch
+    std::vector<std::size_t> slot_by_tile;            // tile -> entry of `tiles`, or none
+  };
+  BatchPlan plan;
+
   // Lazily loaded per-gene objects (guarded by api_mu).
   std::optional<std::vector<std::string>> var_names;
   std::optional<std::vector<std::int32_t>> gene_order;

@@ -94,12 +94,12 @@ void EpochIterator::restart() {
   buffer_pos_ = 0;
   yielded_ = 0;
   cell_rng_.emplace(std::initializer_list<std::uint64_t>{static_cast<std::uint64_t>(o_.seed), epoch_, 1, o_.rank, o_.worker});
-  const std::size_t first = std::min<std::size_t>(tiles_.size(), static_cast<std::size_t>(o_.prefetch_tiles + 1));
-  if (first) ds_.prefetch(std::span(tiles_).first(first));
+  // No prefetch here: the first next() prefetches tiles 0 .. prefetch_tiles before reading tile 0,
+  // and a constructor followed by set_epoch would otherwise fetch tiles of epoch 0 for nothing.
 }
 
-std::optional<EpochBatch> EpochIterator::next() {
-  if (yielded_ >= limit_) return std::nullopt;
+bool EpochIterator::next(EpochBatch& out) {
+  if (yielded_ >= limit_) return false;
   // Refill the running buffer tile by tile until a batch is available or the tiles run out.
   while (buffer_.size() - buffer_pos_ < batch_size_ && next_tile_ < tiles_.size()) {
     if (buffer_pos_ > 0) {
@@ -107,23 +107,30 @@ std::optional<EpochBatch> EpochIterator::next() {
       buffer_pos_ = 0;
     }
     const std::uint64_t k = next_tile_++;
+    // Tiles k+1 .. k+prefetch_tiles, with tile k itself first: naming it marks it as used in the
+    // compressed cache, so making room for the tiles ahead evicts a finished tile, not this one.
     const std::size_t ahead_end = std::min<std::size_t>(tiles_.size(), static_cast<std::size_t>(k + 1 + o_.prefetch_tiles));
-    if (k + 1 < ahead_end) ds_.prefetch(std::span(tiles_).subspan(k + 1, ahead_end - k - 1));
+    ds_.prefetch(std::span(tiles_).subspan(k, ahead_end - k));
     const auto [lo, hi] = ds_.tile_bounds(tiles_[k]);
     const std::size_t old = buffer_.size();
     for (std::uint64_t c = lo; c < hi; ++c) buffer_.push_back(static_cast<std::int64_t>(c));
     if (o_.shuffle) cell_rng_->shuffle(std::span(buffer_).subspan(old));
   }
   const std::size_t available = buffer_.size() - buffer_pos_;
-  if (available == 0 || (available < batch_size_ && o_.drop_last)) return std::nullopt;
+  if (available == 0 || (available < batch_size_ && o_.drop_last)) return false;
   const std::size_t take = std::min<std::size_t>(available, static_cast<std::size_t>(batch_size_));
-  EpochBatch out;
   out.cells.assign(buffer_.begin() + static_cast<std::ptrdiff_t>(buffer_pos_),
                    buffer_.begin() + static_cast<std::ptrdiff_t>(buffer_pos_ + take));
   buffer_pos_ += take;
-  out.batch = ds_.get_batch(out.cells, o_.values);
+  ds_.get_batch(out.cells, o_.values, out.batch);
   ++yielded_;
-  return out;
+  return true;
+}
+
+std::optional<EpochBatch> EpochIterator::next() {
+  EpochBatch b;
+  if (!next(b)) return std::nullopt;
+  return b;
 }
 
 }  // namespace tessera::cells

@@ -121,7 +121,13 @@ std::size_t Dataset::Impl::prefetch(std::span<const std::uint64_t> tiles) {
   {
     std::lock_guard lk(cache_mu);
     for (const std::uint64_t t : tiles) {
-      if (cache.count(t)) continue;
+      // A tile asked for again counts as used: otherwise a tile prefetched early and not read
+      // yet is the least recently used entry, and the next prefetch evicts it just before it is
+      // needed (the caller then fetches it again, on its own thread).
+      if (const auto it = cache.find(t); it != cache.end()) {
+        it->second.last_use = ++clock;
+        continue;
+      }
       if (!make_room()) break;  // every entry in flight or pinned: skip the rest
       Entry& e = cache[t];
       e.last_use = ++clock;

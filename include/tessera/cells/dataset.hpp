@@ -113,6 +113,11 @@ class Dataset {
   // The requested cells, in order, repeats allowed. UsageError for any index outside
   // [0, n_cells), raised before anything is fetched.
   SparseBatch get_batch(std::span<const std::int64_t> cells, Values values = Values::Float32);
+  // The same into `out`, reusing its vectors' capacity: once they have grown to the largest batch,
+  // a loop of calls allocates and page-faults nothing, and only growth beyond the previous batch's
+  // size is zero-filled. The vector of the other value type is emptied (its capacity kept). On an
+  // exception `out` holds unspecified (valid) contents.
+  void get_batch(std::span<const std::int64_t> cells, Values values, SparseBatch& out);
   // Into caller buffers holding at least batch_nnz(cells) elements (UsageError otherwise);
   // returns the indptr.
   std::vector<std::int64_t> get_batch_into(std::span<const std::int64_t> cells, std::span<std::int32_t> out_indices,

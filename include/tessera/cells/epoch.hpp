@@ -59,6 +59,10 @@ class EpochIterator {
   std::uint64_t batch_count() const;
   // The next batch, or nullopt at the end of the epoch.
   std::optional<EpochBatch> next();
+  // The next batch into `out`, reusing its buffers (see Dataset::get_batch with a SparseBatch&):
+  // a loop passing the same EpochBatch allocates nothing once it has grown. False at the end of
+  // the epoch, leaving `out` unchanged.
+  bool next(EpochBatch& out);
 
  private:
   std::vector<std::uint64_t> pair_tiles(std::uint64_t rank, std::uint64_t worker) const;

@@ -1,0 +1,183 @@
+// Buffer-reusing reads: Dataset::get_batch into a reused SparseBatch and EpochIterator::next into
+// a reused EpochBatch give exactly what the value-returning calls give, for random cell lists of
+// growing and shrinking sizes and both value types; an epoch decodes each tile once; and
+// Tile::decode gives the same result into float32 as into int32 (exceptions included).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "support/testing.hpp"
+#include "tessera/cells/dataset_writer.hpp"
+#include "tessera/cells/epoch.hpp"
+#include "tessera/cells/tile.hpp"
+#include "tessera/cells/tile_encoder.hpp"
+#include "tessera/core/error.hpp"
+
+namespace tessera::cells {
+namespace {
+
+constexpr std::uint64_t kGenes = 70000;  // above 65,536: large gaps need gap exceptions (v2)
+
+// `cells` cells with 0..max_nnz nonzeros each, some genes far apart and some counts above 65,535,
+// so both kinds of exception frame occur (few enough for the writer's limit of nnz / 200).
+CsrBlock random_matrix(std::uint64_t seed, int cells = 61, int max_nnz = 40) {
+  std::mt19937_64 rng(seed);
+  CsrBlock b;
+  std::vector<std::int64_t> values;
+  for (int c = 0; c < cells; ++c) {
+    const auto n = static_cast<int>(rng() % static_cast<std::uint64_t>(max_nnz + 1));
+    std::int64_t gene = static_cast<std::int64_t>(rng() % 3);
+    // One count in big_count and one gap in big_gap needs an exception.
+    const std::uint64_t big_count = max_nnz > 100 ? 500 : 17, big_gap = max_nnz > 100 ? 2000 : 29;
+    for (int j = 0; j < n && gene < static_cast<std::int64_t>(kGenes); ++j) {
+      b.indices.push_back(gene);
+      values.push_back(rng() % big_count == 0 ? 65536 + static_cast<std::int64_t>(rng() % 100000)
+                                              : 1 + static_cast<std::int64_t>(rng() % 300));
+      gene += rng() % big_gap == 0 ? 66000 + static_cast<std::int64_t>(rng() % 2000)
+                                   : 1 + static_cast<std::int64_t>(rng() % 9);
+    }
+    b.indptr.push_back(static_cast<std::int64_t>(b.indices.size()));
+  }
+  b.values = values;
+  return b;
+}
+
+class BatchReuseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MemoryCsrSource src(kGenes, random_matrix(11));
+    write_dataset(src, (tmp_ / "ds").string(), {.tile_size = 8, .n_chunks = 3, .level = 1});
+  }
+  std::unique_ptr<Dataset> open(int max_cached_tiles = 2, int max_prefetch_tiles = 3) {
+    return Dataset::open((tmp_ / "ds").string(),
+                         {.max_cached_tiles = max_cached_tiles, .max_prefetch_tiles = max_prefetch_tiles});
+  }
+  tessera::testing::TempDir tmp_;
+};
+
+void expect_same(const SparseBatch& got, const SparseBatch& want) {
+  EXPECT_EQ(got.indptr, want.indptr);
+  EXPECT_EQ(got.indices, want.indices);
+  EXPECT_EQ(got.values, want.values);
+  EXPECT_EQ(got.n_genes, want.n_genes);
+  EXPECT_EQ(got.nnz(), want.nnz());
+  if (want.values == Values::Int32) {
+    EXPECT_EQ(got.values_int32, want.values_int32);
+    EXPECT_TRUE(got.values_float32.empty());
+  } else {
+    EXPECT_EQ(got.values_float32, want.values_float32);
+    EXPECT_TRUE(got.values_int32.empty());
+  }
+}
+
+TEST_F(BatchReuseTest, ReusedBatchEqualsFreshBatch) {
+  auto ds = open();
+  auto ref = open();
+  std::mt19937_64 rng(5);
+  SparseBatch out;
+  // Sizes grow and shrink (0 and 1 included), values switch type on the same batch.
+  const std::size_t sizes[] = {40, 3, 0, 120, 1, 61, 7, 200, 2, 90};
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t i = 0; i < std::size(sizes); ++i) {
+      std::vector<std::int64_t> cells(sizes[i]);
+      for (auto& c : cells) c = static_cast<std::int64_t>(rng() % ds->n_cells());  // repeats allowed
+      const Values v = (i + round) % 3 == 0 ? Values::Int32 : Values::Float32;
+      SCOPED_TRACE(::testing::Message() << "round " << round << " size " << sizes[i]);
+      ds->get_batch(cells, v, out);
+      const SparseBatch want = ref->get_batch(cells, v);
+      expect_same(out, want);
+      EXPECT_EQ(ds->batch_nnz(cells), want.nnz());
+      // The caller-buffer form agrees too.
+      std::vector<std::int32_t> idx(want.nnz() + 3), vi(want.nnz() + 3);
+      std::vector<float> vf(want.nnz());
+      EXPECT_EQ(ds->get_batch_into(cells, idx, vi), want.indptr);
+      EXPECT_EQ(std::vector<std::int32_t>(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(want.nnz())),
+                want.indices);
+      EXPECT_EQ(ds->get_batch_into(cells, idx, vf), want.indptr);
+      for (std::size_t j = 0; j < want.nnz(); ++j) {
+        const float expected = v == Values::Int32 ? static_cast<float>(want.values_int32[j]) : want.values_float32[j];
+        ASSERT_EQ(vf[j], expected) << j;
+      }
+    }
+  }
+  // A failed request leaves the batch usable for the next one.
+  const std::vector<std::int64_t> bad{0, static_cast<std::int64_t>(ds->n_cells())};
+  EXPECT_THROW(ds->get_batch(bad, Values::Int32, out), UsageError);
+  const std::vector<std::int64_t> good{5, 4, 5};
+  ds->get_batch(good, Values::Int32, out);
+  expect_same(out, ref->get_batch(good, Values::Int32));
+}
+
+TEST_F(BatchReuseTest, EpochIntoReusedBatchEqualsFreshBatches) {
+  auto ds = open();
+  auto ref = open();
+  for (const Values v : {Values::Int32, Values::Float32}) {
+    for (const std::uint64_t batch_size : {3u, 8u, 13u}) {
+      EpochIterator a(*ds, batch_size, {.seed = 3, .values = v});
+      EpochIterator b(*ref, batch_size, {.seed = 3, .values = v});
+      a.set_epoch(2);
+      b.set_epoch(2);
+      EpochBatch reused;
+      std::uint64_t n = 0;
+      while (a.next(reused)) {
+        const auto want = b.next();
+        ASSERT_TRUE(want.has_value());
+        EXPECT_EQ(reused.cells, want->cells);
+        expect_same(reused.batch, want->batch);
+        ++n;
+      }
+      EXPECT_FALSE(b.next().has_value());
+      EXPECT_EQ(n, a.batch_count());
+      EXPECT_FALSE(a.next(reused));  // stays at the end
+    }
+  }
+}
+
+TEST_F(BatchReuseTest, EpochDecodesEachTileOnce) {
+  // Batches of half a tile, and batches spanning two tiles: every tile is decoded exactly once,
+  // even with a single decoded tile cached, because a batch decodes its tiles in visiting order.
+  // With room for the previous, current and prefetch_tiles (2) next tiles, each is fetched once.
+  for (const std::uint64_t batch_size : {4u, 3u}) {
+    auto ds = open(1, 4);
+    EpochIterator it(*ds, batch_size, {.seed = 1});
+    EpochBatch b;
+    std::uint64_t cells = 0;
+    while (it.next(b)) cells += b.cells.size();
+    EXPECT_EQ(cells, ds->n_cells());
+    const DatasetStats s = ds->stats();
+    EXPECT_EQ(s.tiles_decoded, ds->n_tiles()) << "batch size " << batch_size;
+    EXPECT_EQ(s.tiles_fetched, ds->n_tiles());
+  }
+}
+
+TEST(TileDecode, Float32EqualsInt32WithExceptions) {
+  // Small chunks, and chunks of more than 65,536 nonzeros (written with streaming stores).
+  for (const auto& [n_cells, max_nnz, chunks] : {std::tuple{61, 40, 4u}, std::tuple{700, 900, 2u}}) {
+    const CsrBlock m = random_matrix(23, n_cells, max_nnz);
+    std::vector<std::uint32_t> genes(m.indices.begin(), m.indices.end());
+    const auto& counts64 = std::get<std::vector<std::int64_t>>(m.values);
+    std::vector<std::uint32_t> counts(counts64.begin(), counts64.end());
+    const auto bytes = encode_tile({m.indptr, genes, counts, kGenes}, {.version = 2, .level = 1, .n_chunks = chunks});
+    const Tile t = Tile::parse(bytes, "t.dct");
+    if (n_cells > 100) {
+      EXPECT_GT(t.max_chunk_nnz(), 65536u);
+    }
+    for (const unsigned threads : {1u, 2u}) {
+      std::vector<std::int32_t> idx(t.nnz()), vi(t.nnz()), idx_f(t.nnz());
+      std::vector<float> vf(t.nnz());
+      t.decode(idx, vi, {.threads = threads});
+      t.decode(idx_f, vf, {.threads = threads});
+      EXPECT_EQ(idx, idx_f);
+      for (std::size_t j = 0; j < t.nnz(); ++j) {
+        ASSERT_EQ(static_cast<std::uint32_t>(idx[j]), genes[j]) << j;
+        ASSERT_EQ(static_cast<std::uint32_t>(vi[j]), counts[j]) << j;
+        ASSERT_EQ(vf[j], static_cast<float>(counts[j])) << j;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cells

@@ -11,6 +11,8 @@ packages=(
   libzstd-dev zstd zlib1g-dev libisal-dev libssl-dev
   # images (ragged heatmaps) and HDF5 (h5ad / 10x input)
   libpng-dev libhdf5-dev libnetcdf-dev
+  # Parquet footers (Thrift compact protocol), Arrow IPC metadata (flatbuffers), Parquet SNAPPY pages
+  libthrift-dev thrift-compiler libflatbuffers-dev flatbuffers-compiler libsnappy-dev
   # JSON, TOML, CLI, formatting, threads
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libtbb-dev
   # tests and benchmarks

@@ -88,6 +88,9 @@ STEP="npm ci"
 if [ ! -d "$ROOT/tests/zarr/node/node_modules" ]; then
   npm ci --prefix "$ROOT/tests/zarr/node" --no-audit --no-fund
 fi
+if [ ! -d "$ROOT/tests/columnar/node/node_modules" ]; then
+  npm ci --prefix "$ROOT/tests/columnar/node" --no-audit --no-fund
+fi
 
 section "stage 1: gcc Release build + tests"
 STAGE="stage 1"

@@ -78,22 +78,9 @@ TEST(ArrowIpc, RoundTripEveryTypeZeroCopyFromMmap) {
   if (const auto why = test::node_unavailable(); !why.empty()) GTEST_SKIP() << why;
   const auto theirs = test::run_node("read_arrow.mjs", {path.string()});
   EXPECT_EQ(theirs["batches"], (nlohmann::json{300, 0, 1000, 17}));
-  for (std::size_t f = 0; f < fields.size(); ++f) {
-    Column all(fields[f].type);
-    for (std::size_t b = 0; b < 4; ++b) {
-      const Column& part = batches[b][f];
-      for (std::uint64_t r = 0; r < part.length; ++r) {
-        if (part.type == ColumnType::String) {
-          all.append_string(part.is_valid(r) ? std::optional(part.string(r)) : std::nullopt);
-        } else {
-          const std::size_t w = column_type_width(part.type);
-          all.data.insert(all.data.end(), part.data.begin() + r * w, part.data.begin() + (r + 1) * w);
-          all.push_validity(part.is_valid(r));
-        }
-      }
-    }
-    test::expect_same_values(all, theirs["columns"][fields[f].name], "apache-arrow " + fields[f].name);
-  }
+  for (std::size_t f = 0; f < fields.size(); ++f)
+    test::expect_same_values(test::concat_parts(batches, f, fields[f].type), theirs["columns"][fields[f].name],
+                             "apache-arrow " + fields[f].name);
 }
 
 TEST(ArrowIpc, ReadsApacheArrowFiles) {

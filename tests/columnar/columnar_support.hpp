@@ -78,6 +78,24 @@ inline std::string js_string(const Column& c, std::uint64_t r) {
 }
 
 // Compares `c` with a JSON array of strings/nulls printed by an npm reader.
+// Column `index` of every part (row groups or record batches) in order, as one column.
+inline Column concat_parts(const std::vector<std::vector<Column>>& parts, std::size_t index, ColumnType type) {
+  Column all(type);
+  for (const auto& columns : parts) {
+    const Column& part = columns[index];
+    for (std::uint64_t r = 0; r < part.length; ++r) {
+      if (part.type == ColumnType::String) {
+        all.append_string(part.is_valid(r) ? std::optional(part.string(r)) : std::nullopt);
+      } else {
+        const std::size_t w = column_type_width(part.type);
+        all.data.insert(all.data.end(), part.data.begin() + r * w, part.data.begin() + (r + 1) * w);
+        all.push_validity(part.is_valid(r));
+      }
+    }
+  }
+  return all;
+}
+
 inline void expect_same_values(const Column& c, const nlohmann::json& theirs, const std::string& what) {
   ASSERT_TRUE(theirs.is_array()) << what;
   ASSERT_EQ(theirs.size(), c.length) << what;

@@ -229,6 +229,7 @@ void copy_row(const std::int32_t* idx, const std::int32_t* val, std::size_t len,
 #else
   (void)stream;
 #endif
+  if (len == 0) return;  // an empty row may come with null pointers, which memcpy must not get
   std::memcpy(out_idx, idx, len * sizeof(std::int32_t));
   if constexpr (std::is_same_v<V, std::int32_t>)
     std::memcpy(out_val, val, len * sizeof(std::int32_t));

@@ -130,8 +130,12 @@ void ArrowFileWriter::write_batch(std::span<const Column> columns) {
     }
   }
   flatbuffers::FlatBufferBuilder b;
-  const auto batch = fb::CreateRecordBatch(b, static_cast<std::int64_t>(length), b.CreateVectorOfStructs(nodes),
-                                           b.CreateVectorOfStructs(buffers));
+  // Built one statement at a time: the order of function arguments is unspecified, and it decides
+  // where the builder places each vector (gcc and clang differ), so the bytes would depend on the
+  // compiler.
+  const auto node_vector = b.CreateVectorOfStructs(nodes);
+  const auto buffer_vector = b.CreateVectorOfStructs(buffers);
+  const auto batch = fb::CreateRecordBatch(b, static_cast<std::int64_t>(length), node_vector, buffer_vector);
   b.Finish(fb::CreateMessage(b, fb::MetadataVersion::V5, fb::MessageHeader::RecordBatch, batch.Union(),
                              static_cast<std::int64_t>(body.size())));
   const std::uint64_t offset = s.sink.position();

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "anndata_support.hpp"
 #include "support/testing.hpp"
 
 extern char** environ;
@@ -31,10 +32,7 @@ using tessera::testing::run_cli;
 using tessera::testing::run_process;
 using tessera::testing::TempDir;
 
-bool have_anndata() {
-  static const bool ok = run_process({"/usr/bin/python3", "-c", "import anndata, h5py, scipy"}).rc == 0;
-  return ok;
-}
+using test::have_anndata;
 
 // Starts the CLI with stdout and stderr discarded; returns its pid.
 pid_t spawn_cli(const std::vector<std::string>& args) {
@@ -74,7 +72,7 @@ class ConvertKill : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!have_anndata()) GTEST_SKIP() << "needs /usr/bin/python3 with anndata, h5py and scipy";
-    const auto w = run_process({"/usr/bin/python3", (tessera::testing::source_dir() / "tests/cells/h5ad_fixtures.py").string(),
+    const auto w = run_process({"/usr/bin/python3", test::h5ad_fixtures_script(),
                                 "write", root_.path().string(), "--cells", "3000", "--genes", "300", "--splits", "3",
                                 "--layouts", "csr,csc,dense", "--seed", "21"});
     ASSERT_EQ(w.rc, 0) << w.err;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "anndata_support.hpp"
 #include "support/testing.hpp"
 #include "tessera/cells/concat_source.hpp"
 #include "tessera/cells/manifest.hpp"
@@ -36,12 +37,9 @@ using tessera::testing::run_process;
 using tessera::testing::TempDir;
 using tessera::testing::write_file_text;
 
-std::string fixtures() { return (tessera::testing::source_dir() / "tests/cells/h5ad_fixtures.py").string(); }
+std::string fixtures() { return test::h5ad_fixtures_script(); }
 
-bool have_anndata() {
-  static const bool ok = run_process({"/usr/bin/python3", "-c", "import anndata, h5py, scipy"}).rc == 0;
-  return ok;
-}
+using test::have_anndata;
 
 void fixture(const std::vector<std::string>& args) {
   std::vector<std::string> argv{"/usr/bin/python3", fixtures()};

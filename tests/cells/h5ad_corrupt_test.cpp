@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "anndata_support.hpp"
 #include "support/testing.hpp"
 #include "tessera/cells/concat_source.hpp"
 #include "tessera/cells/csr_source.hpp"
@@ -29,10 +30,7 @@ using tessera::testing::run_process;
 using tessera::testing::TempDir;
 using tessera::testing::write_file_bytes;
 
-bool have_anndata() {
-  static const bool ok = run_process({"/usr/bin/python3", "-c", "import anndata, h5py, scipy"}).rc == 0;
-  return ok;
-}
+using test::have_anndata;
 
 // Writes good_{csr,csc,dense}.h5ad (20 cells × 8 genes) and one broken copy per case, named
 // <case>.h5ad, into argv[1].

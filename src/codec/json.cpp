@@ -249,7 +249,12 @@ void JsonWriter::before_value() {
     key_pending_ = false;  // key() already wrote the separator and the indentation
     return;
   }
-  if (!frame.empty) out_ += ',';
+  separate(frame);
+}
+
+// The separator before a member or element that is not the first, then the line break.
+void JsonWriter::separate(Frame& frame) {
+  if (!frame.empty) out_ += options_.spaced && options_.indent < 0 ? ", " : ",";
   frame.empty = false;
   newline_indent();
 }
@@ -297,12 +302,9 @@ JsonWriter& JsonWriter::end_array() {
 JsonWriter& JsonWriter::key(std::string_view name) {
   if (stack_.empty() || !stack_.back().object) throw UsageError("JSON writer: key outside an object");
   if (key_pending_) throw UsageError("JSON writer: two keys without a value between them");
-  Frame& frame = stack_.back();
-  if (!frame.empty) out_ += ',';
-  frame.empty = false;
-  newline_indent();
+  separate(stack_.back());
   append_quoted(out_, name, options_.ascii_only);
-  out_ += options_.indent >= 0 ? ": " : ":";
+  out_ += options_.indent >= 0 || options_.spaced ? ": " : ":";
   key_pending_ = true;
   return *this;
 }

@@ -1,6 +1,7 @@
 // The in-memory column: type names, widths, appending and shape checks.
 #include "tessera/columnar/column.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "tessera/core/error.hpp"
@@ -72,6 +73,77 @@ void Column::check_shape() const {
   } else if (data.size() != length * column_type_width(type)) {
     fail("data size is not length * value width");
   }
+}
+
+void throw_no_value_type(ColumnType type) {
+  throw UsageError("column type " + std::string(column_type_name(type)) + " has no fixed-width value type");
+}
+
+void append_rows(Column& whole, const Column& part) {
+  if (whole.type != part.type)
+    throw UsageError("cannot append a " + std::string(column_type_name(part.type)) + " column to a " +
+                     std::string(column_type_name(whole.type)) + " column");
+  if (!part.validity.empty() || !whole.validity.empty()) {
+    if (whole.validity.empty()) whole.validity.assign(whole.length, 1);
+    if (part.validity.empty()) whole.validity.insert(whole.validity.end(), part.length, 1);
+    else whole.validity.insert(whole.validity.end(), part.validity.begin(), part.validity.end());
+  }
+  if (whole.type == ColumnType::String) {
+    const std::uint64_t base = whole.data.size();
+    for (std::uint64_t i = 1; i <= part.length; ++i) whole.offsets.push_back(base + part.offsets[i]);
+  }
+  whole.data.insert(whole.data.end(), part.data.begin(), part.data.end());
+  whole.length += part.length;
+}
+
+Column slice_rows(const Column& column, std::uint64_t first, std::uint64_t count) {
+  if (first > column.length || count > column.length - first)
+    throw UsageError("rows " + std::to_string(first) + ".." + std::to_string(first + count) + " outside a column of " +
+                     std::to_string(column.length));
+  Column out(column.type);
+  out.length = count;
+  if (!column.validity.empty()) {
+    const auto begin = column.validity.begin() + static_cast<std::ptrdiff_t>(first);
+    if (std::find(begin, begin + static_cast<std::ptrdiff_t>(count), std::uint8_t{0}) != begin + static_cast<std::ptrdiff_t>(count))
+      out.validity.assign(begin, begin + static_cast<std::ptrdiff_t>(count));
+  }
+  if (column.type == ColumnType::String) {
+    const std::uint64_t base = column.offsets[first];
+    out.offsets.resize(count + 1);
+    for (std::uint64_t i = 0; i <= count; ++i) out.offsets[i] = column.offsets[first + i] - base;
+    out.data.assign(column.data.begin() + static_cast<std::ptrdiff_t>(base),
+                    column.data.begin() + static_cast<std::ptrdiff_t>(column.offsets[first + count]));
+  } else {
+    const std::size_t w = column_type_width(column.type);
+    out.data.assign(column.data.begin() + static_cast<std::ptrdiff_t>(first * w),
+                    column.data.begin() + static_cast<std::ptrdiff_t>((first + count) * w));
+  }
+  return out;
+}
+
+Column gather_rows(const Column& column, std::span<const std::uint64_t> rows) {
+  Column out(column.type);
+  for (const auto r : rows)
+    if (r >= column.length)
+      throw UsageError("row " + std::to_string(r) + " outside a column of " + std::to_string(column.length));
+  out.length = rows.size();
+  if (column.null_count() != 0) {
+    out.validity.reserve(rows.size());
+    for (const auto r : rows) out.validity.push_back(column.validity[r]);
+  }
+  if (column.type == ColumnType::String) {
+    out.offsets.reserve(rows.size() + 1);
+    for (const auto r : rows) {
+      out.data.insert(out.data.end(), column.data.begin() + static_cast<std::ptrdiff_t>(column.offsets[r]),
+                      column.data.begin() + static_cast<std::ptrdiff_t>(column.offsets[r + 1]));
+      out.offsets.push_back(out.data.size());
+    }
+  } else {
+    const std::size_t w = column_type_width(column.type);
+    out.data.resize(rows.size() * w);
+    for (std::size_t i = 0; i < rows.size(); ++i) std::memcpy(out.data.data() + i * w, column.data.data() + rows[i] * w, w);
+  }
+  return out;
 }
 
 Column make_string_column(const std::vector<std::optional<std::string>>& values) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "error_context.hpp"
 #include "page_compression.hpp"
 #include "rle_hybrid.hpp"
 #include "tessera/columnar/parquet.hpp"
@@ -332,9 +333,11 @@ class ChunkDecoder {
 Column decode_column_chunk(std::span<const std::byte> chunk, const ParquetColumn& column, const ColumnChunkInfo& info,
                            std::uint64_t num_rows, const ReadLimits& limits, const std::string& file,
                            const std::string& where) {
-  if (!column.unsupported.empty()) throw UnsupportedError(column.unsupported + " is not supported", file, where);
-  ChunkDecoder decoder(column, info, num_rows, limits, file, where);
-  return decoder.decode(chunk);
+  return detail::with_context(file, [&]() -> Column {
+    if (!column.unsupported.empty()) throw UnsupportedError(column.unsupported + " is not supported", file, where);
+    ChunkDecoder decoder(column, info, num_rows, limits, file, where);
+    return decoder.decode(chunk);
+  });
 }
 
 }  // namespace tessera::columnar

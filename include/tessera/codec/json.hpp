@@ -35,6 +35,7 @@ struct DumpOptions {
   FloatStyle float_style = FloatStyle::Tet;
   bool ascii_only = false;  // escape every non-ASCII code point (and DEL) as \uXXXX, as Python's
                             // default ensure_ascii=True does
+  bool spaced = false;      // with indent -1: Python's default separators `", "` and `": "`
 
   // tet.md §5.1 compact (`--format json`) and pretty (`full`, `stats`, `--json` reports).
   static constexpr DumpOptions tet_compact() { return {-1, false, FloatStyle::Tet, false}; }
@@ -43,6 +44,10 @@ struct DumpOptions {
   static constexpr DumpOptions python_pretty() { return {2, false, FloatStyle::Python, true}; }
   // json.dumps(obj, sort_keys=True, separators=(",", ":")): the canonical form hashed by formats.
   static constexpr DumpOptions python_canonical() { return {-1, true, FloatStyle::Python, true}; }
+  // json.dumps(obj): one line with `", "` and `": "` (the deltacells obs schema).
+  static constexpr DumpOptions python_default() { return {-1, false, FloatStyle::Python, true, true}; }
+  // json.dumps(obj, sort_keys=True) (the deltacells obs fingerprint payload).
+  static constexpr DumpOptions python_sorted() { return {-1, true, FloatStyle::Python, true, true}; }
 };
 
 // Streams one JSON value into `out` (appending; the string must outlive the writer).
@@ -101,6 +106,7 @@ class JsonWriter {
     bool empty;
   };
   void before_value();
+  void separate(Frame& frame);
   void after_value();
   void newline_indent();
   void close(bool object);

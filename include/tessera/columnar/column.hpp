@@ -71,6 +71,19 @@ struct Column {
   void check_shape() const;
 };
 
+// Appends `part`'s rows to `whole` (UsageError unless both have the same type).
+void append_rows(Column& whole, const Column& part);
+// Rows [first, first + count) of `column` as a new Column (UsageError outside the column).
+Column slice_rows(const Column& column, std::uint64_t first, std::uint64_t count);
+
+// The rows `rows[0]`, `rows[1]`, … of `column` (repeats allowed; UsageError outside the column).
+Column gather_rows(const Column& column, std::span<const std::uint64_t> rows);
+
+// Calls `f` with a value of the C++ type a fixed-width ColumnType stores (`std::int8_t` …
+// `double`; Bool as `std::uint8_t`) and returns its result; String is a UsageError.
+template <typename F>
+decltype(auto) visit_value_type(ColumnType type, F&& f);
+
 // The same typed values built from a vector (no nulls) — shorthand for tests and callers.
 template <typename T>
 Column make_column(ColumnType type, const std::vector<std::optional<T>>& values) {
@@ -79,5 +92,26 @@ Column make_column(ColumnType type, const std::vector<std::optional<T>>& values)
   return c;
 }
 Column make_string_column(const std::vector<std::optional<std::string>>& values);
+
+[[noreturn]] void throw_no_value_type(ColumnType type);
+
+template <typename F>
+decltype(auto) visit_value_type(ColumnType type, F&& f) {
+  switch (type) {
+    case ColumnType::Int8: return f(std::int8_t{});
+    case ColumnType::Int16: return f(std::int16_t{});
+    case ColumnType::Int32: return f(std::int32_t{});
+    case ColumnType::Int64: return f(std::int64_t{});
+    case ColumnType::UInt8: return f(std::uint8_t{});
+    case ColumnType::UInt16: return f(std::uint16_t{});
+    case ColumnType::UInt32: return f(std::uint32_t{});
+    case ColumnType::UInt64: return f(std::uint64_t{});
+    case ColumnType::Float: return f(float{});
+    case ColumnType::Double: return f(double{});
+    case ColumnType::Bool: return f(std::uint8_t{});
+    case ColumnType::String: break;
+  }
+  throw_no_value_type(type);
+}
 
 }  // namespace tessera::columnar

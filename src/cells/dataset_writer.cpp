@@ -22,6 +22,7 @@
 #include "tessera/cells/tile_encoder.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/byte_sink.hpp"
+#include "tessera/io/store.hpp"
 
 namespace fs = std::filesystem;
 
@@ -120,6 +121,23 @@ void check_options(const CsrBlockSource& source, const DatasetWriteOptions& o) {
     throw UsageError("var names has " + std::to_string(o.var_names.size()) + " entries for " +
                      std::to_string(source.n_genes()) + " genes");
   if (!o.metadata.is_object()) throw UsageError("metadata must be a JSON object");
+  if (o.obs) {
+    o.obs->schema.validate("obs schema");
+    if (o.obs->columns.size() != o.obs->schema.columns.size())
+      throw UsageError("obs has " + std::to_string(o.obs->columns.size()) + " columns for a schema of " +
+                       std::to_string(o.obs->schema.columns.size()));
+    for (std::size_t i = 0; i < o.obs->columns.size(); ++i)
+      if (o.obs->columns[i].length != source.n_cells())
+        throw UsageError("obs column '" + o.obs->schema.columns[i].name + "' has " +
+                         std::to_string(o.obs->columns[i].length) + " rows for " + std::to_string(source.n_cells()) +
+                         " cells");
+  }
+  if (o.var_table) {
+    bool rows_match = o.var_table->index.length == source.n_genes();
+    for (const auto& c : o.var_table->columns) rows_match = rows_match && c.length == source.n_genes();
+    if (!rows_match)
+      throw UsageError("the var table does not have one row per gene (" + std::to_string(source.n_genes()) + ")");
+  }
 }
 
 }  // namespace
@@ -214,6 +232,16 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
   if (!var_names_text.empty())
     io::write_file_atomic((out.root() / "var_names.txt").string(),
                           {reinterpret_cast<const std::byte*>(var_names_text.data()), var_names_text.size()});
+  if (o.obs) {
+    io::DirectoryStore store(out.root().string());
+    record_obs(m, write_obs(store, *o.obs, m.tile_cells), o.obs->tiles_per_file);
+  }
+  if (o.var_table) {
+    io::AtomicFileSink sink((out.root() / "var.parquet").string());
+    write_var_parquet(sink, *o.var_table);
+    m.has_var_table = true;
+  }
+  m.validate();
   const std::string manifest_text = m.serialize();
   io::write_file_atomic((out.root() / "manifest.json").string(),
                         {reinterpret_cast<const std::byte*>(manifest_text.data()), manifest_text.size()});

@@ -8,6 +8,10 @@
 #include <map>
 
 #include "tessera/cells/gene_files.hpp"
+#include "tessera/cells/obs_schema.hpp"
+#include "tessera/cells/obs_shards.hpp"
+#include "tessera/cells/obs_store.hpp"
+#include "tessera/cells/var_table.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::cells {
@@ -107,47 +111,28 @@ std::string label(const char* name) {
   return s;
 }
 
-std::string normalized(const std::string& p) {
-  std::string s = std::filesystem::path(p).lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
-
-std::string expand_user(const std::string& p) {
-  if (p.empty() || p[0] != '~') return p;
-  const char* home = std::getenv("HOME");
-  return (home ? std::string(home) : std::string()) + p.substr(1);
-}
-
 // `<C> columns (<kind> <count>, …) in <S> parquet shard(s) of up to <K> tiles, <MB> MB; <L>
 // localized in <root>` from obs/schema.json and the cache directory.
 std::string obs_summary(Dataset& ds, const InfoOptions& o) {
   const Manifest& m = ds.manifest();
-  const auto text = ds.store().get("obs/schema.json");
-  if (!text) throw FormatError("obs/schema.json: has_obs is true but the object is missing (S1)", "obs/schema.json");
-  const Json schema = codec::json::parse_strict({reinterpret_cast<const char*>(text->data()), text->size()}, "obs/schema.json");
-  if (!schema.is_object() || !schema.contains("columns") || !schema["columns"].is_array())
-    throw FormatError("obs/schema.json: columns is not a list (S2)", "obs/schema.json");
-  std::map<std::string, std::uint64_t> kinds;
-  const std::string root = obs_cache_root(o.cache_dir);
+  const ObsSchema schema = read_obs_schema(ds.store()).schema;
+  std::map<std::string_view, std::uint64_t> kinds;
+  const std::string root = resolve_obs_cache_root(o.cache_dir.value_or(""));
   std::uint64_t local = 0;
-  for (const Json& c : schema["columns"]) {
-    if (!c.is_object() || !c.contains("kind") || !c["kind"].is_string() || !c.contains("name") || !c["name"].is_string())
-      throw FormatError("obs/schema.json: a column lacks a string name or kind (S2)", "obs/schema.json");
-    ++kinds[c["kind"].get<std::string>()];
+  for (const auto& c : schema.columns) {
+    ++kinds[obs_kind_name(c.kind)];
     std::error_code ec;
-    local += std::filesystem::exists(std::filesystem::path(root) / m.obs_fingerprint / "obs" /
-                                         (quote_column_name(c["name"].get<std::string>()) + ".arrow"),
-                                     ec);
+    local += std::filesystem::exists(
+        std::filesystem::path(root) / m.obs_fingerprint / "obs" / (quote_column_file_name(c.name) + ".arrow"), ec);
   }
   std::uint64_t bytes = 0;
   for (const auto b : m.obs_shard_bytes) bytes += b;
-  std::string s = std::to_string(schema["columns"].size()) + " columns (";
+  std::string s = std::to_string(schema.columns.size()) + " columns (";
   bool first = true;
   for (const auto& [kind, count] : kinds) {  // std::map: alphabetical
     if (!first) s += ", ";
     first = false;
-    s += kind + " " + std::to_string(count);
+    s += std::string(kind) + " " + std::to_string(count);
   }
   s += ") in " + std::to_string(m.obs_shard_bytes.size()) + " parquet shard(s) of up to " +
        std::to_string(m.obs_tiles_per_file) + " tiles, " + format_fixed(static_cast<double>(bytes) / 1e6, 1) + " MB; " +
@@ -163,35 +148,17 @@ std::string python_repr(const Json& value) {
   return out;
 }
 
+std::string python_list_repr(const std::vector<std::string>& items) {
+  Json list = Json::array();
+  for (const auto& s : items) list.push_back(s);
+  return python_repr(list);
+}
+
 std::string format_fixed(double v, int decimals) {
   // glibc's printf rounds the exact binary value to nearest, ties to even, as Python does.
   char buf[512];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-std::string quote_column_name(std::string_view name) {
-  std::string out;
-  for (const char ch : name) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-        c == '-' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
-std::string obs_cache_root(const std::optional<std::string>& cache_dir) {
-  if (cache_dir) return normalized(expand_user(*cache_dir));
-  if (const char* v = std::getenv("DELTACELLS_CACHE"); v && *v) return normalized(expand_user(v));
-  if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v) return normalized(std::string(v) + "/deltacells");
-  const char* home = std::getenv("HOME");
-  return normalized(std::string(home ? home : "") + "/.cache/deltacells");
 }
 
 std::string render_info(Dataset& ds, const InfoOptions& o) {
@@ -249,8 +216,22 @@ VerifyResult verify_dataset(Dataset& ds, const VerifyOptions& o) {
       warn("var_names.txt holds line boundaries other than \\n; the Python reference (splitlines) would read "
            "different names");
   }
-  if (m.has_var_table) warn("var.parquet was not verified (var tables are not supported in this version)");
-  return {n, m.n_cells, false};
+  if (m.has_var_table) {
+    const auto var = ds.store().open("var.parquet");
+    if (!var) throw FormatError("var.parquet: is missing (the manifest says the dataset has a var table) (P8)", "var.parquet");
+    (void)read_var_parquet(*var, m.n_genes);
+  }
+  VerifyResult result{n, m.n_cells, false, 0};
+  if (m.has_obs) {
+    try {
+      verify_obs(ds.store(), m);
+    } catch (const Error& e) {
+      throw ObsVerifyError(e.what(), e.path(), e.structure());
+    }
+    result.obs_verified = true;
+    result.obs_shards = m.obs_shard_bytes.size();
+  }
+  return result;
 }
 
 }  // namespace tessera::cells

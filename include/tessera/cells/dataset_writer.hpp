@@ -13,11 +13,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tessera/cells/csr_source.hpp"
 #include "tessera/cells/manifest.hpp"
+#include "tessera/cells/obs_shards.hpp"
+#include "tessera/cells/var_table.hpp"
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 
@@ -44,6 +47,11 @@ struct DatasetWriteOptions {
   // One name per stored column; empty = no var_names.txt.
   std::vector<std::string> var_names{};
   codec::json::Json metadata = codec::json::Json::object();
+  // The obs sidecar (schema and every cell's row); null = no obs. Its columns must hold exactly
+  // the dataset's cells. Written after the tiles, before the manifest.
+  std::shared_ptr<const ObsWriteInput> obs{};
+  // var.parquet (one row per stored gene, in stored order); null = none.
+  std::shared_ptr<const VarTable> var_table{};
   bool overwrite = false;
   // Called after each tile is committed, in tile order, on the calling thread's pipeline stage.
   std::function<void(const TileWritten&)> on_tile{};

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tessera/cells/dataset.hpp"
 #include "tessera/codec/json.hpp"
@@ -14,14 +15,10 @@ namespace tessera::cells {
 
 // Python's repr of a JSON value (§9.8): dicts, lists, True/False/None, floats as repr.
 std::string python_repr(const codec::json::Json& value);
+// Python's repr of a list of strings (`['a', 'b']`), for messages naming columns.
+std::string python_list_repr(const std::vector<std::string>& items);
 // Python's format(v, ".{decimals}f"): correctly rounded from the binary value, ties to even.
 std::string format_fixed(double v, int decimals);
-
-// The obs cache root of §6.9 (cache_dir, $DELTACELLS_CACHE, $XDG_CACHE_HOME/deltacells,
-// $HOME/.cache/deltacells), normalized as pathlib prints it.
-std::string obs_cache_root(const std::optional<std::string>& cache_dir);
-// Python's urllib.parse.quote(name, safe="").
-std::string quote_column_name(std::string_view name);
 
 struct InfoOptions {
   std::string display_path;               // shown after `local:` (absolute, normalized)
@@ -39,9 +36,17 @@ struct VerifyResult {
   std::uint64_t tiles = 0;
   std::uint64_t cells = 0;
   bool obs_verified = false;
+  std::uint64_t obs_shards = 0;
 };
-// Fetches, checks (CRC, D1–D4) and decodes every tile in order, then checks gene_order.npy and
-// var_names.txt when flagged. Throws the first error: TileCountMismatch (dataset.hpp) for D3,
+
+// An obs failure found by verify_dataset (§6.10); the CLI prints it as `obs: <message>`.
+class ObsVerifyError : public FormatError {
+ public:
+  using FormatError::FormatError;
+};
+// Fetches, checks (CRC, D1–D4) and decodes every tile in order, then checks gene_order.npy,
+// var_names.txt and var.parquet (P8) when flagged, and the obs sidecar (§6.10; failures as
+// ObsVerifyError). Throws the first error: TileCountMismatch (dataset.hpp) for D3,
 // which the CLI reports as `tile <i>: nonzero count differs from the manifest`.
 VerifyResult verify_dataset(Dataset& dataset, const VerifyOptions& options);
 

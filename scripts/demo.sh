@@ -5,7 +5,8 @@
 #     exports a strided selection of one dataset to .npy and reads that back with numpy, and
 #     queries it (a partial mean, a median that spills under a small memory budget);
 #   - converts an HDF5 file written with h5py to .tet and exports that to a Zarr v3 store;
-#   - converts a generated 10x MatrixMarket matrix to a deltacells dataset and fetches cells;
+#   - converts a generated AnnData file with obs to a deltacells dataset, localizes obs columns
+#     and fetches a batch of cells filtered by them;
 #   - synthesizes a morton-hive store with one zagg-ragged leaf of t-digests, describes and
 #     verifies it, decodes one cell, casts the digests to tensors (.npy, read back with numpy)
 #     and draws a heatmap PNG, and prints the content hashes;
@@ -84,22 +85,30 @@ tessera tet export climate.tet climate.zarr
 tessera info climate.zarr | head -n 12
 echo "  …"
 
-section "deltacells: convert a generated 10x MatrixMarket matrix, describe, verify, fetch cells"
-mkdir -p mtx
+section "deltacells: convert a generated AnnData file with obs, describe, verify, fetch a filtered batch"
 /usr/bin/python3 -c '
-import numpy as np, scipy.io, scipy.sparse
+import anndata, numpy as np, pandas as pd, scipy.sparse
 rng = np.random.default_rng(1)
 genes, cells = 2000, 3000
-m = scipy.sparse.random(genes, cells, density=0.05, random_state=1, format="coo")
-m.data = rng.negative_binomial(2, 0.3, m.nnz).astype(np.int64) + 1
-scipy.io.mmwrite("mtx/matrix.mtx", m.astype(np.int64), field="integer")
-open("mtx/features.tsv", "w").write("".join(f"ENSG{i:06d}\tGENE{i}\tGene Expression\n" for i in range(genes)))
-open("mtx/barcodes.tsv", "w").write("".join(f"CELL{i:05d}-1\n" for i in range(cells)))
+x = scipy.sparse.random(cells, genes, density=0.05, random_state=1, format="csr")
+x.data = (rng.negative_binomial(2, 0.3, x.nnz) + 1).astype(np.float32)
+obs = pd.DataFrame({
+    "cell_type": pd.Categorical(rng.choice(["T cell", "B cell", "NK cell", "Müller glia"], cells)),
+    "donor": pd.Categorical(rng.choice(["donor-1", "donor-2", "donor-3"], cells)),
+    "n_counts": np.asarray(x.sum(axis=1)).ravel().astype(np.int64),
+    "is_doublet": rng.random(cells) < 0.05,
+}, index=[f"CELL{i:05d}-1" for i in range(cells)])
+var = pd.DataFrame({"gene_symbol": [f"GENE{i}" for i in range(genes)]}, index=[f"ENSG{i:06d}" for i in range(genes)])
+anndata.AnnData(X=x, obs=obs, var=var).write_h5ad("pbmc.h5ad")
 '
-tessera cells convert --10x-mtx mtx --output cells_ds --no-obs --no-var --tile-size 1000
-tessera cells info cells_ds
+tessera cells convert --h5ad-glob pbmc.h5ad --output cells_ds --tile-size 1000 --obs-tiles-per-file 2
+tessera cells info cells_ds --cache-dir obs_cache
 tessera verify cells_ds
-tessera cells get cells_ds 0,17,17,2999 | cut -c1-100
+tessera cells obs info cells_ds --cache-dir obs_cache
+tessera cells obs localize cells_ds --columns cell_type,donor,n_counts --cache-dir obs_cache
+echo "# the first three T cells of donor-2 among cells 0..2999 (obs from the local Arrow cache):"
+tessera cells get cells_ds 0:3000 --obs cell_type,donor,n_counts --cache-dir obs_cache |
+  awk -F'\t' '$3 == "cell_type=T cell" && $4 == "donor=donor-2"' | head -n 3 | cut -c1-120
 
 section "synthesize a morton-hive store: t-digests per HEALPix cell (order 15, 4096 cells)"
 tessera ragged synth hive --cell-order 15 --shard-order 9 --chunk-order 12 --populated 0.3 \

@@ -2,9 +2,9 @@
 // (spec deltacells.md §7, §9.4). The flags are those of §7.9. Every input kind goes through one
 // flow: resolve the patterns, scan the files (cells_convert_inputs.cpp), sum the gene totals of
 // the files §7.3 selects, then write the dataset from the concatenated files
-// (cells::ConcatCsrSource → cells::write_dataset). obs/var sidecars are not written yet, so the
-// command needs `--no-obs --no-var` (an UnsupportedError otherwise, after the command line is
-// checked; usage errors exit 2).
+// (cells::ConcatCsrSource → cells::write_dataset) together with the obs sidecar (every input's
+// obs table under one schema, §6.4) and var.parquet in stored gene order (§6.7), unless
+// `--no-obs` / `--no-var`. Usage errors exit 2.
 #include <signal.h>
 
 #include <algorithm>
@@ -64,6 +64,65 @@ std::unique_ptr<cells::ConcatCsrSource> open_files(const ConvertInput& in, const
   return std::make_unique<cells::ConcatCsrSource>(std::move(parts));
 }
 
+// §6.4, §7.5: the obs of every input (plus the cell names as `obs_names`) under one schema, every
+// cell's row encoded in cell order. Null when nothing is left to store.
+std::shared_ptr<const cells::ObsWriteInput> build_obs(const ConvertArgs& a, const ConvertInput& in) {
+  std::vector<cells::InputObsTable> tables = in.obs_tables;
+  if (tables.size() != in.paths.size()) return nullptr;
+  for (std::size_t f = 0; f < tables.size(); ++f) {
+    if (a.no_obs_names) continue;
+    for (const auto& c : tables[f].columns)
+      if (c.name == "obs_names")
+        throw UsageError(in.paths[f] + ": obs already has a column named 'obs_names'; pass --no-obs-names to keep it "
+                         "and not store the cell names");
+    cells::InputObsColumn names{"obs_names", cells::ObsKind::String, columnar::Column(columnar::ColumnType::String), {}};
+    for (const auto& n : in.obs_names[f]) names.values.append_string(n);
+    tables[f].columns.push_back(std::move(names));
+  }
+  cells::ObsBuildOptions bo;
+  bo.exclude = split_column_names(a.obs_exclude);
+  bo.max_categories = a.max_categories;
+  auto obs = std::make_shared<cells::ObsWriteInput>();
+  obs->schema = cells::infer_obs_schema(tables, bo);
+  if (obs->schema.columns.empty()) return nullptr;
+  obs->tiles_per_file = a.obs_tiles_per_file;
+  obs->zstd_level = a.obs_level;
+  obs->columns.reserve(obs->schema.columns.size());
+  for (std::size_t f = 0; f < tables.size(); ++f) {
+    auto part = cells::encode_obs_table(tables[f], obs->schema);
+    tables[f] = {};  // the encoded copy replaces the input table
+    if (f == 0) obs->columns = std::move(part);
+    else
+      for (std::size_t c = 0; c < part.size(); ++c) columnar::append_rows(obs->columns[c], part[c]);
+  }
+  return obs;
+}
+
+// `obs: <C> columns (<n> categorical, strings: [...])` (§9.4).
+std::string obs_summary_line(const cells::ObsSchema& schema) {
+  std::size_t categorical = 0;
+  codec::json::Json strings = codec::json::Json::array();
+  for (const auto& c : schema.columns) {
+    categorical += c.kind == cells::ObsKind::Category;
+    if (c.kind == cells::ObsKind::String) strings.push_back(c.name);
+  }
+  return "obs: " + std::to_string(schema.columns.size()) + " columns (" + std::to_string(categorical) +
+         " categorical, strings: " + cells::python_repr(strings) + ")";
+}
+
+// The var table in stored gene order (row j is source gene gene_order[j]).
+std::shared_ptr<const cells::VarTable> stored_var_table(const cells::VarTable& source,
+                                                        const std::vector<std::int32_t>& gene_order) {
+  if (gene_order.empty()) return std::make_shared<cells::VarTable>(source);
+  const std::vector<std::uint64_t> rows(gene_order.begin(), gene_order.end());
+  auto out = std::make_shared<cells::VarTable>();
+  out->column_names = source.column_names;
+  out->index_name = source.index_name;
+  for (const auto& c : source.columns) out->columns.push_back(columnar::gather_rows(c, rows));
+  out->index = columnar::gather_rows(source.index, rows);
+  return out;
+}
+
 void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
   const auto say = [&](const std::string& line) {
     if (!a.quiet) std::cout << line << "\n" << std::flush;
@@ -77,6 +136,8 @@ void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
   const std::vector<std::string> paths = resolve_patterns(patterns, a.no_sort_files);
   say(std::to_string(paths.size()) + " files: " + paths.front() + " ... " + paths.back());
   const ConvertInput in = scan_inputs(a, paths);
+  std::shared_ptr<const cells::ObsWriteInput> obs = a.no_obs ? nullptr : build_obs(a, in);
+  if (obs) say(obs_summary_line(obs->schema));
   std::vector<std::size_t> all(paths.size());
   for (std::size_t f = 0; f < all.size(); ++f) all[f] = f;
   const auto source = open_files(in, all);
@@ -121,6 +182,8 @@ void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
   o.var_names.resize(in.var_names.size());
   for (std::size_t j = 0; j < in.var_names.size(); ++j)
     o.var_names[j] = o.gene_order.empty() ? in.var_names[j] : in.var_names[static_cast<std::size_t>(o.gene_order[j])];
+  o.obs = obs;
+  if (!a.no_var && in.var) o.var_table = stored_var_table(*in.var, o.gene_order);
   o.metadata = codec::json::Json::object();
   o.metadata["source"] = in.source;
   o.metadata["n_source_files"] = paths.size();
@@ -136,9 +199,14 @@ void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
         " cells, " + mb(t.bytes) + " MB");
   };
   o.interrupted = StopSignals::raised;
-  cells::write_dataset(*source, a.output, o);
+  const cells::Manifest m = cells::write_dataset(*source, a.output, o);
   say("done: " + std::to_string(n_tiles) + " tiles, " + mb(bytes) + " MB = " +
       cells::format_fixed(static_cast<double>(bytes) / static_cast<double>(n_cells) / 1e3, 2) + " kB per cell");
+  if (m.has_obs) {
+    std::uint64_t obs_bytes = 0;
+    for (const auto b : m.obs_shard_bytes) obs_bytes += b;
+    say("obs: " + mb(obs_bytes) + " MB in " + std::to_string(m.obs_shard_bytes.size()) + " parquet shard(s)");
+  }
 }
 
 }  // namespace
@@ -183,9 +251,6 @@ void register_cells_convert(CLI::App& cells, int& rc) {
       throw CLI::ValidationError("--layer and --use-raw", "apply to --h5ad-glob inputs only");
     if (!a->tenx_genome.empty() && tenx_h5->count() == 0)
       throw CLI::ValidationError("--10x-genome", "applies to --10x-h5 inputs only");
-    if (!a->no_obs || !a->no_var)
-      throw UnsupportedError(
-          "convert: obs and var tables are not supported in this version; pass --no-obs --no-var");
     StopSignals signals;
     try {
       convert(*a, tenx_mtx->count() ? a->tenx_mtx : tenx_h5->count() ? a->tenx_h5 : a->h5ad);

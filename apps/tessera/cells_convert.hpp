@@ -7,11 +7,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tessera/cells/csr_source.hpp"
+#include "tessera/cells/obs_table.hpp"
+#include "tessera/cells/var_table.hpp"
 #include "tessera/interop/h5ad.hpp"
+#include "tessera/interop/h5ad_tables.hpp"
 #include "tessera/interop/tenx_h5.hpp"
 
 namespace tessera::cli {
@@ -46,6 +50,15 @@ struct ConvertInput {
   std::uint64_t entries = 0;           // stored entries of every file (dense: cells × genes)
   std::vector<std::string> var_names;  // the first file's, in source column order
   std::function<std::unique_ptr<cells::CsrBlockSource>(std::size_t file)> open;
+  // Unless --no-obs: per file, its obs table (h5ad: the obs dataframe in column order, columns
+  // named by --obs-exclude not read but listed in `skipped`; 10x: no columns) without the
+  // obs_names column, and its cell names (h5ad: the obs index; 10x: the barcodes). Both empty
+  // with --no-obs.
+  std::vector<cells::InputObsTable> obs_tables;
+  std::vector<std::vector<std::string>> obs_names;
+  // Unless --no-var: the first file's var table in source column order (h5ad: var or raw/var;
+  // 10x: gene_symbols or gene_ids, feature_types, genome when present, index = var_names).
+  std::shared_ptr<cells::VarTable> var;
 };
 
 // Python's glob.glob(pattern, recursive=True) for each pattern, each pattern's matches naturally
@@ -61,6 +74,20 @@ ConvertInput scan_inputs(const ConvertArgs& args, const std::vector<std::string>
 // with their type.
 interop::H5adScan scan_h5ad_isolated(const std::string& path, const interop::H5adOptions& options);
 interop::TenxH5Scan scan_tenx_h5_isolated(const std::string& path, const std::string& genome);
+
+// The h5ad scan plus, when asked, the obs and var tables (read in the same child process: they
+// hold variable-length strings too).
+struct H5adTablesRequest {
+  bool obs = false, var = false;
+  interop::H5adTableOptions options;  // use_raw (var) and the excluded obs columns
+};
+struct H5adInputScan {
+  interop::H5adScan scan;
+  std::optional<interop::H5adObs> obs;     // with request.obs
+  std::shared_ptr<cells::VarTable> var;    // with request.var
+};
+H5adInputScan scan_h5ad_input_isolated(const std::string& path, const interop::H5adOptions& options,
+                                       const H5adTablesRequest& request);
 
 // §7.3: the files summed for the gene order (numpy's linspace(0, n − 1, k).round()).
 std::vector<std::size_t> gene_order_files(std::size_t n, std::uint64_t k);

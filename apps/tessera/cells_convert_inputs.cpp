@@ -1,7 +1,7 @@
-// The input side of `tessera cells convert` (spec deltacells.md §7.1, §7.4): Python-compatible
+// The input side of `tessera cells convert` (spec deltacells.md §7.1, §7.4, §7.5): Python-compatible
 // glob expansion and natural order, the scan of each input kind (10x MatrixMarket directories in
-// `cells`, h5ad and 10x HDF5 files in `interop`) into one ConvertInput, and the default number of
-// workers under the memory cap.
+// `cells`, h5ad and 10x HDF5 files in `interop`) into one ConvertInput with its obs tables, cell
+// names and var table, and the default number of workers under the memory cap.
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cells_commands.hpp"
 #include "cells_convert.hpp"
 #include "tessera/cells/concat_source.hpp"
 #include "tessera/cells/gene_files.hpp"
@@ -87,6 +88,37 @@ void glob_from(const std::string& acc, const std::vector<std::string>& parts, st
   }
 }
 
+// 10x inputs (§7.5): obs is the barcodes only, a table without columns.
+void add_barcodes(ConvertInput& in, const ConvertArgs& a, const std::string& path, std::vector<std::string> barcodes) {
+  if (a.no_obs) return;
+  cells::InputObsTable t;
+  t.source = path;
+  t.n_rows = barcodes.size();
+  in.obs_tables.push_back(std::move(t));
+  in.obs_names.push_back(std::move(barcodes));
+}
+
+// 10x var.parquet (§7.5): the symbols (or the ids, when the symbols are the names), the feature
+// types and the genome when the input has one; the index is the var names, unnamed.
+std::shared_ptr<cells::VarTable> tenx_var(const ConvertArgs& a, const std::vector<std::string>& var_names,
+                                          const std::vector<std::string>& ids, const std::vector<std::string>& symbols,
+                                          const std::vector<std::string>& types,
+                                          const std::vector<std::string>& genomes) {
+  auto t = std::make_shared<cells::VarTable>();
+  const auto add = [&](const char* name, const std::vector<std::string>& values) {
+    columnar::Column c(columnar::ColumnType::String);
+    for (const auto& v : values) c.append_string(v);
+    t->column_names.emplace_back(name);
+    t->columns.push_back(std::move(c));
+  };
+  if (a.tenx_var_names == "gene_symbols") add("gene_ids", ids);
+  else add("gene_symbols", symbols);
+  add("feature_types", types);
+  if (!genomes.empty()) add("genome", genomes);
+  for (const auto& n : var_names) t->index.append_string(n);
+  return t;
+}
+
 void add_file(ConvertInput& in, const std::string& path, std::uint64_t n_cells, std::uint64_t n_genes,
               std::uint64_t entries) {
   in.paths.push_back(path);
@@ -105,10 +137,12 @@ ConvertInput scan_mtx(const ConvertArgs& a, const std::vector<std::string>& path
     if (dirs->empty()) {
       in.var_names = a.tenx_var_names == "gene_symbols" ? cells::make_names_unique(d.gene_symbols) : d.gene_ids;
       first_ids = d.gene_ids;
+      if (!a.no_var) in.var = tenx_var(a, in.var_names, d.gene_ids, d.gene_symbols, d.feature_types, {});
     } else {
       cells::check_same_genes(first_ids, dirs->front().features_file, d.gene_ids, d.features_file);
     }
     add_file(in, p, d.n_cells, d.n_genes, d.n_entries);
+    add_barcodes(in, a, p, std::move(d.barcodes));
     d.gene_ids = d.gene_symbols = d.feature_types = d.barcodes = {};  // the matrix source needs none of them
     dirs->push_back(std::move(d));
   }
@@ -122,11 +156,26 @@ ConvertInput scan_h5ad(const ConvertArgs& a, const std::vector<std::string>& pat
   const interop::H5adOptions options{.layer = a.layer, .use_raw = a.use_raw};
   in.x_source = a.use_raw ? "raw/X" : a.layer.empty() ? "" : "layers/" + a.layer;
   auto scans = std::make_shared<std::vector<interop::H5adScan>>();
+  H5adTablesRequest request;
+  request.obs = !a.no_obs;
+  request.options.use_raw = a.use_raw;
+  request.options.exclude = split_column_names(a.obs_exclude);
   for (const auto& p : paths) {
-    interop::H5adScan s = scan_h5ad_isolated(p, options);
+    request.var = !a.no_var && scans->empty();  // the first file's var table
+    H5adInputScan r = scan_h5ad_input_isolated(p, options, request);
+    interop::H5adScan& s = r.scan;
     if (scans->empty()) in.var_names = s.var_names;
     else cells::check_same_genes(in.var_names, paths.front(), s.var_names, p);
     add_file(in, p, s.n_cells, s.n_genes, s.nnz);
+    if (r.obs) {
+      if (r.obs->names.size() != s.n_cells)
+        throw FormatError(p + ": obs: " + std::to_string(r.obs->names.size()) + " cell names, but " + s.matrix +
+                              " has " + std::to_string(s.n_cells) + " cells",
+                          p, "obs");
+      in.obs_tables.push_back(std::move(r.obs->table));
+      in.obs_names.push_back(std::move(r.obs->names));
+    }
+    if (r.var) in.var = std::move(r.var);
     s.var_names = {};
     scans->push_back(std::move(s));
   }
@@ -144,11 +193,13 @@ ConvertInput scan_tenx_h5(const ConvertArgs& a, const std::vector<std::string>& 
     if (scans->empty()) {
       in.var_names = a.tenx_var_names == "gene_symbols" ? cells::make_names_unique(s.gene_symbols) : s.gene_ids;
       first_ids = s.gene_ids;
+      if (!a.no_var) in.var = tenx_var(a, in.var_names, s.gene_ids, s.gene_symbols, s.feature_types, s.genomes);
     } else {
       cells::check_same_genes(first_ids, paths.front(), s.gene_ids, p);
     }
     add_file(in, p, s.n_cells, s.n_genes, s.nnz);
-    s.gene_ids = s.gene_symbols = s.feature_types = {};
+    add_barcodes(in, a, p, std::move(s.barcodes));
+    s.gene_ids = s.gene_symbols = s.feature_types = s.genomes = s.barcodes = {};
     scans->push_back(std::move(s));
   }
   in.open = [scans](std::size_t f) { return interop::open_tenx_h5_matrix((*scans)[f]); };

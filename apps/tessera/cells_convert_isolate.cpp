@@ -5,7 +5,9 @@
 // touch numeric datasets only), so the scan runs in a forked child that sends its result back
 // through a pipe; a child killed by a signal, or still running after kScanTimeout, becomes a
 // clean error naming the file instead of a crash or a hang of the converter. Errors the scan
-// raises travel back with their type, so messages and exit codes are unchanged.
+// raises travel back with their type, so messages and exit codes are unchanged. The h5ad obs
+// and var tables (cell names, string columns, categories) are read in the same child and travel
+// back column by column (type, validity, data, offsets, categories).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -40,6 +42,35 @@ class Wire {
     put(static_cast<std::uint64_t>(list.size()));
     for (const auto& s : list) put(s);
   }
+  template <typename T>
+  void put_raw(const std::vector<T>& v) {
+    put(static_cast<std::uint64_t>(v.size() * sizeof(T)));
+    bytes_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  void put(const columnar::Column& c) {
+    put(static_cast<std::uint64_t>(c.type));
+    put(c.length);
+    put_raw(c.validity);
+    put_raw(c.data);
+    put_raw(c.offsets);
+  }
+  void put(const cells::InputObsTable& t) {
+    put(t.n_rows);
+    put(static_cast<std::uint64_t>(t.columns.size()));
+    for (const auto& c : t.columns) {
+      put(c.name);
+      put(static_cast<std::uint64_t>(c.kind));
+      put(c.values);
+      put(c.categories);
+    }
+    put(t.skipped);
+  }
+  void put(const cells::VarTable& t) {
+    put(t.column_names);
+    for (const auto& c : t.columns) put(c);
+    put(t.index_name);
+    put(t.index);
+  }
   const std::string& bytes() const { return bytes_; }
 
  private:
@@ -69,11 +100,61 @@ class Unwire {
     for (std::uint64_t i = 0; i < n; ++i) out.push_back(str());
     return out;
   }
+  template <typename T>
+  std::vector<T> raw() {
+    const std::uint64_t n = u64();
+    if (n > rest_.size() || n % sizeof(T) != 0) throw Error("scan result truncated");
+    std::vector<T> out(n / sizeof(T));
+    take(out.data(), n);
+    return out;
+  }
+  columnar::Column column() {
+    const std::uint64_t type = u64();
+    if (type > static_cast<std::uint64_t>(columnar::ColumnType::String)) throw Error("scan result malformed");
+    columnar::Column c(static_cast<columnar::ColumnType>(type));
+    c.length = u64();
+    c.validity = raw<std::uint8_t>();
+    c.data = raw<std::byte>();
+    c.offsets = raw<std::uint64_t>();
+    try {
+      c.check_shape();
+    } catch (const UsageError&) {
+      throw Error("scan result malformed");
+    }
+    return c;
+  }
+  cells::InputObsTable obs_table(const std::string& source) {
+    cells::InputObsTable t;
+    t.source = source;
+    t.n_rows = u64();
+    const std::uint64_t n = u64();
+    if (n > rest_.size()) throw Error("scan result truncated");
+    for (std::uint64_t i = 0; i < n; ++i) {
+      cells::InputObsColumn c;
+      c.name = str();
+      const std::uint64_t kind = u64();
+      if (kind > static_cast<std::uint64_t>(cells::ObsKind::String)) throw Error("scan result malformed");
+      c.kind = static_cast<cells::ObsKind>(kind);
+      c.values = column();
+      c.categories = strings();
+      t.columns.push_back(std::move(c));
+    }
+    t.skipped = strings();
+    return t;
+  }
+  cells::VarTable var_table() {
+    cells::VarTable t;
+    t.column_names = strings();
+    for (std::size_t i = 0; i < t.column_names.size(); ++i) t.columns.push_back(column());
+    t.index_name = str();
+    t.index = column();
+    return t;
+  }
 
  private:
   void take(void* out, std::size_t n) {
     if (n > rest_.size()) throw Error("scan result truncated");
-    std::memcpy(out, rest_.data(), n);
+    if (n > 0) std::memcpy(out, rest_.data(), n);
     rest_.remove_prefix(n);
   }
   std::string_view rest_;
@@ -187,7 +268,8 @@ std::string run_isolated(const std::string& path, const std::function<std::strin
 
 }  // namespace
 
-interop::H5adScan scan_h5ad_isolated(const std::string& path, const interop::H5adOptions& options) {
+H5adInputScan scan_h5ad_input_isolated(const std::string& path, const interop::H5adOptions& options,
+                                       const H5adTablesRequest& request) {
   const std::string bytes = run_isolated(path, [&] {
     const auto s = interop::scan_h5ad(path, options);
     Wire w;
@@ -195,10 +277,17 @@ interop::H5adScan scan_h5ad_isolated(const std::string& path, const interop::H5a
     w.put(static_cast<std::uint64_t>(s.layout));
     for (const std::uint64_t v : {s.n_cells, s.n_genes, s.nnz, std::uint64_t{s.real_values}}) w.put(v);
     w.put(s.var_names);
+    if (request.obs) {
+      const auto obs = interop::read_h5ad_obs(path, request.options);
+      w.put(obs.table);
+      w.put(obs.names);
+    }
+    if (request.var) w.put(interop::read_h5ad_var(path, request.options));
     return w.bytes();
   });
   Unwire u(bytes);
-  interop::H5adScan s;
+  H5adInputScan r;
+  interop::H5adScan& s = r.scan;
   s.path = path;
   s.matrix = u.str();
   s.layout = static_cast<interop::H5adLayout>(u.u64());
@@ -207,7 +296,17 @@ interop::H5adScan scan_h5ad_isolated(const std::string& path, const interop::H5a
   s.nnz = u.u64();
   s.real_values = u.u64() != 0;
   s.var_names = u.strings();
-  return s;
+  if (request.obs) {
+    r.obs.emplace();
+    r.obs->table = u.obs_table(path);
+    r.obs->names = u.strings();
+  }
+  if (request.var) r.var = std::make_shared<cells::VarTable>(u.var_table());
+  return r;
+}
+
+interop::H5adScan scan_h5ad_isolated(const std::string& path, const interop::H5adOptions& options) {
+  return scan_h5ad_input_isolated(path, options, {}).scan;
 }
 
 interop::TenxH5Scan scan_tenx_h5_isolated(const std::string& path, const std::string& genome) {
@@ -219,6 +318,8 @@ interop::TenxH5Scan scan_tenx_h5_isolated(const std::string& path, const std::st
     w.put(s.gene_ids);
     w.put(s.gene_symbols);
     w.put(s.feature_types);
+    w.put(s.genomes);
+    w.put(s.barcodes);
     return w.bytes();
   });
   Unwire u(bytes);
@@ -232,6 +333,8 @@ interop::TenxH5Scan scan_tenx_h5_isolated(const std::string& path, const std::st
   s.gene_ids = u.strings();
   s.gene_symbols = u.strings();
   s.feature_types = u.strings();
+  s.genomes = u.strings();
+  s.barcodes = u.strings();
   return s;
 }
 

@@ -55,27 +55,6 @@ std::vector<std::int64_t> parse_cells(const std::string& text) {
   return out;
 }
 
-// Python's default json.dumps layout (", " and ": ") from the writer's compact form: a space
-// after every separator outside strings.
-std::string python_default_layout(const std::string& compact) {
-  std::string out;
-  out.reserve(compact.size() * 5 / 4);
-  bool in_string = false, escaped = false;
-  for (const char c : compact) {
-    out += c;
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == ',' || c == ':') {
-      out += ' ';
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 void register_cells_get(CLI::App& cells, int& rc) {
@@ -90,10 +69,21 @@ void register_cells_get(CLI::App& cells, int& rc) {
   cmd->add_flag("--no-verify", a->no_verify, "skip the CRC check of fetched tiles");
   cmd->callback([a, &rc, obs] {
     const std::vector<std::int64_t> cells = parse_cells(a->cells);
-    if (obs->count() > 0)
-      throw UnsupportedError("--obs: the obs sidecar is not supported in this version");
-    auto ds = cells::Dataset::open(a->path, {.verify_crc = !a->no_verify});
+    std::shared_ptr<cells::Dataset> ds = cells::Dataset::open(a->path, {.verify_crc = !a->no_verify});
     const cells::SparseBatch b = ds->get_batch(cells, cells::Values::Int32);
+    // --obs: the columns through the obs cache (localized first if needed, with a warning).
+    std::vector<cells::ObsTakeColumn> obs_columns;
+    std::vector<columnar::ColumnType> stored;
+    if (obs->count() > 0) {
+      if (!ds->manifest().has_obs) throw UsageError("--obs: this dataset has no obs");
+      cells::ObsStore store(std::shared_ptr<const io::Store>(ds, &ds->store()), ds->manifest(),
+                            {.cache_dir = a->cache_dir,
+                             .warn = [](const std::string& w) { write_stream(stderr, "warning: " + w + "\n"); },
+                             .threads = 8});
+      const auto names = split_column_names(a->obs);
+      obs_columns = store.take(cells, names);
+      for (const auto& c : obs_columns) stored.push_back(store.schema().column(c.name).type);
+    }
     const std::vector<std::string>* names = nullptr;
     if (a->names) {
       names = &ds->var_names();
@@ -101,8 +91,7 @@ void register_cells_get(CLI::App& cells, int& rc) {
     }
     std::string out;
     if (a->json) {
-      std::string compact;
-      codec::json::JsonWriter w(compact);
+      codec::json::JsonWriter w(out, codec::json::DumpOptions::python_default());
       w.begin_object().key("indptr").begin_array();
       for (const auto v : b.indptr) w.value(v);
       w.end_array().key("indices").begin_array();
@@ -112,11 +101,23 @@ void register_cells_get(CLI::App& cells, int& rc) {
       }
       w.end_array().key("values").begin_array();
       for (const auto v : b.values_int32) w.value(v);
-      w.end_array().end_object();
-      out = python_default_layout(compact) + "\n";
+      w.end_array();
+      if (!obs_columns.empty()) {
+        w.key("obs").begin_object();
+        for (std::size_t k = 0; k < obs_columns.size(); ++k) {
+          w.key(obs_columns[k].name).begin_array();
+          for (std::size_t i = 0; i < cells.size(); ++i) obs_json_value(w, obs_columns[k], i, stored[k]);
+          w.end_array();
+        }
+        w.end_object();
+      }
+      w.end_object();
+      out += "\n";
     } else {
       for (std::size_t i = 0; i < cells.size(); ++i) {
         out += std::to_string(cells[i]) + "\t" + std::to_string(b.indptr[i + 1] - b.indptr[i]) + "\t";
+        for (std::size_t k = 0; k < obs_columns.size(); ++k)
+          out += obs_columns[k].name + "=" + obs_text_value(obs_columns[k], i, stored[k]) + "\t";
         for (auto j = b.indptr[i]; j < b.indptr[i + 1]; ++j) {
           if (j > b.indptr[i]) out += ' ';
           const auto gene = static_cast<std::size_t>(b.indices[static_cast<std::size_t>(j)]);

@@ -22,12 +22,13 @@ bool is_cells_tile_file(const std::string& path) {
 }
 
 void register_cells(CLI::App& app, int& rc) {
-  CLI::App* cells = app.add_subcommand("cells", "deltacells datasets: info, verify, get, convert");
+  CLI::App* cells = app.add_subcommand("cells", "deltacells datasets: info, verify, get, convert, obs");
   cells->require_subcommand(1);
   register_cells_info(*cells, rc);
   register_cells_verify(*cells, rc);
   register_cells_get(*cells, rc);
   register_cells_convert(*cells, rc);
+  register_cells_obs(*cells, rc);
 }
 
 }  // namespace tessera::cli

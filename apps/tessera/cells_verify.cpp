@@ -53,10 +53,12 @@ void register_cells_verify(CLI::App& cells, int& rc) {
       write_stream(stderr, "tile " + std::to_string(e.tile()) + ": nonzero count differs from the manifest\n");
       rc = 1;
       return;
+    } catch (const cells::ObsVerifyError& e) {
+      write_stream(stderr, std::string("obs: ") + e.what() + "\n");
+      rc = 1;
+      return;
     }
-    if (ds->manifest().has_obs)
-      write_stream(stdout, "obs not verified (" + std::to_string(ds->manifest().obs_shard_bytes.size()) +
-                               " shard(s); the obs sidecar is not supported in this version)\n");
+    if (result.obs_verified) write_stream(stdout, "verified obs (" + std::to_string(result.obs_shards) + " shard(s))\n");
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     write_stream(stdout, "OK: " + std::to_string(result.tiles) + " tiles, " + std::to_string(result.cells) +
                              " cells in " + cells::format_fixed(secs, 1) + "s\n");

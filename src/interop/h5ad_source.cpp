@@ -2,6 +2,7 @@
 // source (see h5ad.hpp).
 #include "tessera/interop/h5ad.hpp"
 
+#include "anndata_frame.hpp"
 #include "cells_matrix.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
@@ -14,32 +15,9 @@ namespace {
   throw FormatError(path + ": " + object + ": " + what, path, object);
 }
 
-// The index dataset of an AnnData dataframe group: the member its `_index` attribute names.
-std::string dataframe_index(const Hdf5File& f, const std::string& group) {
-  const std::string& path = f.path();
-  switch (f.kind(group)) {
-    case Hdf5Kind::Group: break;
-    case Hdf5Kind::Dataset:
-      throw UnsupportedError(path + ": " + group +
-                                 ": a dataframe stored as a compound dataset (AnnData before 0.7) is not supported",
-                             path, group);
-    default: fail(path, group, "missing");
-  }
-  if (const auto enc = f.string_attribute(group, "encoding-type"); enc && *enc != "dataframe")
-    fail(path, group, "encoding-type is '" + *enc + "', not 'dataframe'");
-  const auto index = f.string_attribute(group, "_index");
-  if (!index) fail(path, group, "no '_index' attribute naming the index");
-  const std::string object = group + "/" + *index;
-  if (f.kind(object) != Hdf5Kind::Dataset) fail(path, object, "the index named by " + group + "/_index is not a dataset");
-  return object;
-}
 
 std::uint64_t index_length(const Hdf5File& f, const std::string& object) {
-  const Hdf5Dataset d = f.dataset(object);
-  if (d.shape().size() != 1 || d.element() != Hdf5Element::String)
-    fail(f.path(), object, "the index must be a 1-D list of strings, not " + std::to_string(d.shape().size()) + "-D " +
-                               d.type_name());
-  return d.shape()[0];
+  return detail::string_index(f, object).shape()[0];
 }
 
 std::string matrix_of(const H5adOptions& o) {
@@ -131,14 +109,14 @@ H5adScan scan_h5ad(const std::string& path, const H5adOptions& o) {
     case Hdf5Kind::Missing: missing_matrix(f, s.matrix, o);
     case Hdf5Kind::Other: fail(path, s.matrix, "neither a group nor a dataset");
   }
-  const std::string var_index = dataframe_index(f, o.use_raw ? "raw/var" : "var");
+  const std::string var_index = detail::dataframe_index(f, o.use_raw ? "raw/var" : "var");
   const std::uint64_t n_names = index_length(f, var_index);
   if (n_names != s.n_genes)
     fail(path, var_index,
          std::to_string(n_names) + " gene names, but " + s.matrix + " has " + std::to_string(s.n_genes) + " genes");
   s.var_names = f.dataset(var_index).read_strings(0, n_names);
   if (f.kind("obs") != Hdf5Kind::Missing) {
-    const std::string obs_index = dataframe_index(f, "obs");
+    const std::string obs_index = detail::dataframe_index(f, "obs");
     const std::uint64_t n_obs = index_length(f, obs_index);
     if (n_obs != s.n_cells)
       fail(path, obs_index,

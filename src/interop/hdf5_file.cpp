@@ -17,6 +17,19 @@ using h5::Hid;
 
 namespace {
 
+// Fixed-length HDF5 strings of `size` bytes each: NUL-terminated or -padded, and with space
+// padding also stripped of trailing spaces.
+void append_fixed_strings(const std::vector<char>& buffer, std::size_t size, bool space_padded,
+                          std::vector<std::string>& out) {
+  for (std::size_t at = 0; at + size <= buffer.size(); at += size) {
+    const char* p = buffer.data() + at;
+    std::string s(p, strnlen(p, size));
+    if (space_padded)
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+    out.push_back(std::move(s));
+  }
+}
+
 std::string relative(const std::string& object) {
   std::size_t i = 0;
   while (i < object.size() && object[i] == '/') ++i;
@@ -148,6 +161,23 @@ void Hdf5Dataset::read(std::span<const std::uint64_t> origin, std::span<const st
   m.read_raw(H5T_NATIVE_DOUBLE, file_space, memory_space, out.data(), H5P_DEFAULT);
 }
 
+void Hdf5Dataset::read(std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
+                       std::span<std::uint64_t> out) const {
+  h5::quiet();
+  const Impl& m = *impl_;
+  if (m.element != Hdf5Element::Integer)
+    throw FormatError(m.path + ": dataset \"" + m.name + "\": holds " + type_name() + ", not integers", m.path, m.name);
+  Hid file_space, memory_space;
+  if (!m.select(origin, extent, out.size(), file_space, memory_space)) return;
+  Hid xfer(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+  if (!xfer.valid() || H5Pset_type_conv_cb(xfer.get(), refuse_out_of_range, nullptr) < 0)
+    fail(m.path, m.name, "cannot set up the transfer");
+  const hid_t ms = m.shape.empty() ? H5S_ALL : memory_space.get();
+  const hid_t fs = m.shape.empty() ? H5S_ALL : file_space.get();
+  if (H5Dread(m.dataset.get(), H5T_NATIVE_UINT64, ms, fs, xfer.get(), out.data()) < 0)
+    fail(m.path, m.name, "read failed (a value may be negative)");
+}
+
 std::vector<std::string> Hdf5Dataset::read_strings(std::uint64_t first, std::uint64_t count) const {
   h5::quiet();
   const Impl& m = *impl_;
@@ -175,14 +205,7 @@ std::vector<std::string> Hdf5Dataset::read_strings(std::uint64_t first, std::uin
   if (size == 0) fail(m.path, m.name, "string type of size 0");
   std::vector<char> buffer(checked_size(checked_mul(size, count, "string data size")));
   m.read_raw(m.type.get(), file_space, memory_space, buffer.data(), H5P_DEFAULT);
-  const bool space_padded = H5Tget_strpad(m.type.get()) == H5T_STR_SPACEPAD;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    const char* p = buffer.data() + i * size;
-    std::string s(p, strnlen(p, size));
-    if (space_padded)
-      while (!s.empty() && s.back() == ' ') s.pop_back();
-    out.push_back(std::move(s));
-  }
+  append_fixed_strings(buffer, size, H5Tget_strpad(m.type.get()) == H5T_STR_SPACEPAD, out);
   return out;
 }
 
@@ -266,6 +289,62 @@ std::optional<std::string> Hdf5File::string_attribute(const std::string& object,
   auto value = h5::string_value(*a);
   H5Eclear2(H5E_DEFAULT);
   return value;
+}
+
+std::optional<std::vector<std::string>> Hdf5File::string_list_attribute(const std::string& object,
+                                                                         const std::string& name) const {
+  h5::quiet();
+  auto a = attribute_of(impl_->file.get(), object, name);
+  if (!a) {
+    // Present but without elements (h5py stores an empty list as an empty float64 array).
+    const std::string rel = relative(object);
+    const htri_t exists = H5Aexists_by_name(impl_->file.get(), rel.empty() ? "/" : rel.c_str(), name.c_str(), H5P_DEFAULT);
+    H5Eclear2(H5E_DEFAULT);
+    if (exists > 0) return std::vector<std::string>{};
+    return std::nullopt;
+  }
+  if (H5Tget_class(a->type.get()) != H5T_STRING) return std::nullopt;
+  const auto points = static_cast<std::size_t>(a->points);
+  std::vector<std::string> out;
+  out.reserve(points);
+  if (H5Tis_variable_str(a->type.get()) > 0) {
+    Hid memory(H5Tcopy(H5T_C_S1), H5Tclose);
+    if (!memory.valid() || H5Tset_size(memory.get(), H5T_VARIABLE) < 0 ||
+        H5Tset_cset(memory.get(), H5Tget_cset(a->type.get())) < 0)
+      fail(impl_->path, object, "cannot build the string type of attribute '" + name + "'");
+    std::vector<char*> strings(points, nullptr);
+    if (H5Aread(a->attr.get(), memory.get(), strings.data()) < 0)
+      fail(impl_->path, object, "cannot read attribute '" + name + "'");
+    for (char* s : strings) out.emplace_back(s != nullptr ? s : "");
+    H5Dvlen_reclaim(memory.get(), a->space.get(), H5P_DEFAULT, strings.data());
+    return out;
+  }
+  const std::size_t size = H5Tget_size(a->type.get());
+  if (size == 0) return std::nullopt;
+  std::vector<char> buffer(checked_size(checked_mul(size, points, "attribute size")));
+  if (H5Aread(a->attr.get(), a->type.get(), buffer.data()) < 0)
+    fail(impl_->path, object, "cannot read attribute '" + name + "'");
+  append_fixed_strings(buffer, size, H5Tget_strpad(a->type.get()) == H5T_STR_SPACEPAD, out);
+  return out;
+}
+
+std::optional<std::string> Hdf5File::referenced_object(const std::string& object, const std::string& name) const {
+  h5::quiet();
+  auto a = attribute_of(impl_->file.get(), object, name);
+  if (!a || a->points != 1 || H5Tget_class(a->type.get()) != H5T_REFERENCE ||
+      H5Tequal(a->type.get(), H5T_STD_REF_OBJ) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return std::nullopt;
+  }
+  hobj_ref_t ref{};
+  if (H5Aread(a->attr.get(), H5T_STD_REF_OBJ, &ref) < 0) fail(impl_->path, object, "cannot read attribute '" + name + "'");
+  const ssize_t length = H5Rget_name(impl_->file.get(), H5R_OBJECT, &ref, nullptr, 0);
+  if (length <= 0) fail(impl_->path, object, "attribute '" + name + "' references no object with a name");
+  std::string target(static_cast<std::size_t>(length) + 1, '\0');
+  if (H5Rget_name(impl_->file.get(), H5R_OBJECT, &ref, target.data(), target.size()) < 0)
+    fail(impl_->path, object, "cannot resolve attribute '" + name + "'");
+  target.resize(static_cast<std::size_t>(length));
+  return relative(target);
 }
 
 std::optional<std::vector<std::int64_t>> Hdf5File::integer_attribute(const std::string& object,

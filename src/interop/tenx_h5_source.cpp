@@ -77,18 +77,14 @@ TenxH5Scan scan_tenx_h5(const std::string& path, const std::string& genome) {
     s.gene_symbols = read_names(f, "matrix/features/name", s.n_genes, "features");
     if (f.kind("matrix/features/feature_type") != Hdf5Kind::Missing)
       s.feature_types = read_names(f, "matrix/features/feature_type", s.n_genes, "features");
+    if (f.kind("matrix/features/genome") != Hdf5Kind::Missing)
+      s.genomes = read_names(f, "matrix/features/genome", s.n_genes, "features");
   } else {
     s.gene_ids = read_names(f, s.group + "/genes", s.n_genes, "features");
     s.gene_symbols = read_names(f, s.group + "/gene_names", s.n_genes, "features");
   }
   if (s.feature_types.empty()) s.feature_types.assign(s.n_genes, "Gene Expression");
-  const std::string barcodes = s.group + "/barcodes";
-  if (f.kind(barcodes) != Hdf5Kind::Dataset) fail(path, barcodes, "missing");
-  const Hdf5Dataset b = f.dataset(barcodes);
-  if (b.shape().size() != 1 || b.shape()[0] != s.n_cells)
-    fail(path, barcodes,
-         (b.shape().size() == 1 ? std::to_string(b.shape()[0]) + " barcodes" : std::string("not a list")) +
-             ", but the shape has " + std::to_string(s.n_cells));
+  s.barcodes = read_names(f, s.group + "/barcodes", s.n_cells, "barcodes");
   return s;
 }
 

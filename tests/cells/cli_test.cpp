@@ -115,11 +115,11 @@ TEST(CellsCli, GetJsonMatchesExpected) {
   EXPECT_EQ(r.rc, 1);
 }
 
-TEST(CellsCli, ConvertNeedsNoObsNoVarAndOneInputKind) {
+TEST(CellsCli, ConvertNeedsExactlyOneInputKind) {
   TempDir tmp;
-  auto r = run_cli({"cells", "convert", "--h5ad-glob", "a.h5ad", "--output", (tmp / "o").string()});
+  auto r = run_cli({"cells", "convert", "--h5ad-glob", (tmp / "a.h5ad").string(), "--output", (tmp / "o").string()});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("--no-obs --no-var"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no input matches"), std::string::npos) << r.err;
   r = run_cli({"cells", "convert", "--h5ad-glob", (tmp / "a*.h5ad").string(), "--output", (tmp / "o").string(),
                "--no-obs", "--no-var"});
   EXPECT_EQ(r.rc, 1);

@@ -1,7 +1,8 @@
 // Path-based reads from one HDF5 file, for readers that know the layout they expect (the h5ad and
-// 10x HDF5 inputs of the cells converter): what an object path is, string and integer
-// attributes, and boxes of a dataset converted to int64 or double, or strings. Implemented in
-// the HDF5 room (src/interop/hdf5_file.cpp), the only code that includes hdf5.h.
+// 10x HDF5 inputs of the cells converter): what an object path is, string, string-list, integer
+// and object-reference attributes, and boxes of a dataset converted to int64, uint64 or double,
+// or strings. Implemented in the HDF5 room (src/interop/hdf5_file.cpp), the only code that
+// includes hdf5.h.
 //
 // Every failure names the file and the object (`a.h5ad: dataset "X/indptr": read failed: …`):
 // a FormatError for malformed or unreadable content (with the innermost messages of HDF5's
@@ -42,6 +43,9 @@ class Hdf5Dataset {
             std::span<std::int64_t> out) const;
   void read(std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
             std::span<double> out) const;
+  // Integers as uint64 (a negative value is a FormatError): unsigned 64-bit data above 2^63 − 1.
+  void read(std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
+            std::span<std::uint64_t> out) const;
   // Elements [first, first + count) of a 1-D string dataset (trailing NULs and, for space-padded
   // types, spaces removed).
   std::vector<std::string> read_strings(std::uint64_t first, std::uint64_t count) const;
@@ -70,6 +74,14 @@ class Hdf5File {
   std::vector<std::string> members(const std::string& group) const;
   // The first element of a string attribute; nullopt when absent or not a string.
   std::optional<std::string> string_attribute(const std::string& object, const std::string& name) const;
+  // Every element of a string attribute (scalar or 1-D), e.g. AnnData's `column-order`; nullopt
+  // when absent or not strings, an empty list for an attribute without elements (h5py writes an
+  // empty list as an empty float array).
+  std::optional<std::vector<std::string>> string_list_attribute(const std::string& object,
+                                                                const std::string& name) const;
+  // The path of the object an object-reference attribute points to (the `categories` attribute
+  // of an AnnData 0.7 categorical); nullopt when absent or not a single object reference.
+  std::optional<std::string> referenced_object(const std::string& object, const std::string& name) const;
   // An integer attribute (scalar or 1-D) as int64; nullopt when absent or not integers.
   std::optional<std::vector<std::int64_t>> integer_attribute(const std::string& object,
                                                              const std::string& name) const;

@@ -28,6 +28,8 @@ struct TenxH5Scan {
   std::vector<std::string> gene_ids;       // features/id or genes
   std::vector<std::string> gene_symbols;   // features/name or gene_names
   std::vector<std::string> feature_types;  // features/feature_type ("Gene Expression" when absent)
+  std::vector<std::string> genomes;        // features/genome; empty when absent (and for v2 files)
+  std::vector<std::string> barcodes;       // <group>/barcodes: the cell names (obs_names)
 };
 
 // `genome` selects the group of a multi-genome v2 file (UsageError when it is needed and

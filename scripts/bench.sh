@@ -17,6 +17,11 @@
 #       orders 19/13/9, delta 8192, on 1 and 2 threads (bench/bench_ragged_build.cpp): points/s,
 #       speed-up and each run's peak RSS. The .npy input is generated once into build/bench-data/.
 #
+#   scripts/bench.sh cells-obs [--repeat R]
+#       The obs sidecar of a generated 1,000,000-cell dataset with 50 obs columns
+#       (bench/bench_cells_obs.cpp): bytes read to localize 3 columns against the shard bytes,
+#       and `take` of 5,000 random cells from the local cache. Data in build/bench-data/.
+#
 #   scripts/bench.sh cells [--repeat R] [--batches B]
 #       Full-tile decode of a synthetic deltacells tile (10,000 cells x 38,000 genes, ~5,000
 #       nonzeros per cell, level 19; bench/bench_cells.cpp) against bare zstd decompression of
@@ -84,6 +89,11 @@ case "$command" in
     build bench_cells
     mkdir -p "$data_dir"
     exec "$build_dir/bench/bench_cells" --data-dir "$data_dir" "$@"
+    ;;
+  cells-obs)
+    build bench_cells_obs
+    mkdir -p "$data_dir"
+    exec "$build_dir/bench/bench_cells_obs" --data-dir "$data_dir" "$@"
     ;;
   tet-convert)
     build bench_tet_convert

@@ -36,8 +36,8 @@ namespace fs = std::filesystem;
 
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
+#if defined(TESSERA_SANITIZED) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;  // the library under test is (tests themselves are not instrumented)
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 constexpr bool kSanitized = true;

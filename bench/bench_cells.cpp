@@ -17,6 +17,8 @@
 //   (d) epoch:   EpochIterator batches of 5,000 cells (int32 values, 1 decode thread) over the
 //                100-tile dataset, `--batches` batches per round into one reused EpochBatch
 //                (`next(EpochBatch&)`), per cell against (a);
+//                The iterator decodes the next tile ahead on a background thread (the default);
+//   (g) epoch, no decode-ahead: (d) with `decode_ahead = false`, every decode on the caller;
 //   (e) epoch, fresh: (d) through the value-returning `next()`, a new batch every call;
 //   (f) memset: writing (a)'s output buffers (8 bytes per nonzero) and nothing else — with (b),
 //                the floor of (a): zstd's own output stays in cache, the decoded tile cannot.
@@ -192,7 +194,7 @@ int run(const Args& args) {
   const auto bytes = tile.bytes();
   auto ds = cells::Dataset::open(ds_path.string(), {.max_cached_tiles = 2, .max_prefetch_tiles = 4, .io_threads = 1,
                                                     .decode_threads = 1});
-  Pass a, b, c, d, e, f;
+  Pass a, b, c, d, e, f, g;
   std::uint64_t epoch_cells = 0, epoch_nnz = 0, fresh_cells = 0;
   std::uint64_t tiles_per_round = 0;
   const std::string load_before = load_average();
@@ -233,6 +235,13 @@ int run(const Args& args) {
     });
     tiles_per_round = ds->stats().tiles_decoded - decoded_before;
 
+    cells::EpochIterator inline_decode(*ds, 5000, {.seed = 7, .values = cells::Values::Int32, .decode_ahead = false});
+    inline_decode.set_epoch(2 * static_cast<std::uint64_t>(round) + 1);
+    g.time([&] {
+      for (int k = 0; k < args.batches && inline_decode.next(reused); ++k) {
+      }
+    });
+
     cells::EpochIterator fresh(*ds, 5000, {.seed = 7, .values = cells::Values::Int32});
     fresh.set_epoch(2 * static_cast<std::uint64_t>(round) + 1);
     fresh_cells = 0;
@@ -244,7 +253,8 @@ int run(const Args& args) {
       }
     });
   }
-  const double ta = median(a.wall), tb = median(b.wall), tc = median(c.wall), td = median(d.wall), te = median(e.wall);
+  const double ta = median(a.wall), tb = median(b.wall), tc = median(c.wall), td = median(d.wall), te = median(e.wall),
+               tg = median(g.wall);
   const double n = static_cast<double>(nnz), cells_n = static_cast<double>(kCells);
   std::printf("tile: %llu cells x %llu genes, %llu nonzeros (%.0f per cell), %.1f MB = %.3f bytes per nonzero\n",
               static_cast<unsigned long long>(kCells), static_cast<unsigned long long>(kGenes),
@@ -262,6 +272,7 @@ int run(const Args& args) {
   line("(c) decode, 2 threads", c, cells_n, n);
   line("(f) memset of (a)'s output", f, cells_n, n);
   line("(d) epoch, 5000-cell batches", d, static_cast<double>(epoch_cells), static_cast<double>(epoch_nnz));
+  line("(g) epoch, no decode-ahead", g, static_cast<double>(epoch_cells), static_cast<double>(epoch_nnz));
   line("(e) epoch, fresh batches", e, static_cast<double>(fresh_cells),
        static_cast<double>(epoch_nnz) * static_cast<double>(fresh_cells) / static_cast<double>(epoch_cells));
   const cells::DatasetStats st = ds->stats();
@@ -276,6 +287,8 @@ int run(const Args& args) {
               median(c.cpu) / tc);
   std::printf("epoch per-cell rate / full-tile decode (d/a):  %.0f %%  (target >= 80 %%)\n",
               100.0 * (static_cast<double>(epoch_cells) / td) / (cells_n / ta));
+  std::printf("  without decode-ahead (g/a):                  %.0f %%\n",
+              100.0 * (static_cast<double>(epoch_cells) / tg) / (cells_n / ta));
   std::printf("  with fresh batches (e/a):                    %.0f %%\n",
               100.0 * (static_cast<double>(fresh_cells) / te) / (cells_n / ta));
   // The same ratios from CPU seconds, which a busy machine distorts less than wall time.

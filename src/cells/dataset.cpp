@@ -144,6 +144,7 @@ void Dataset::close() {
 }
 
 const Dataset::Impl::Decoded& Dataset::Impl::decode(std::uint64_t t, const Tile& tile) {
+  wait_for_ahead(t);
   for (auto it = decoded.begin(); it != decoded.end(); ++it) {
     if (it->tile == t) {
       decoded.splice(decoded.begin(), decoded, it);
@@ -152,44 +153,50 @@ const Dataset::Impl::Decoded& Dataset::Impl::decode(std::uint64_t t, const Tile&
       return decoded.front();
     }
   }
-  while (decoded.size() >= static_cast<std::size_t>(options.max_cached_tiles)) {
+  while (!decoded.empty() && decoded.size() >= static_cast<std::size_t>(options.max_cached_tiles)) {
     free_buffers.push_back(std::move(decoded.back()));
     decoded.pop_back();
   }
+  Decoded d = take_buffer();
+  try {
+    decode_into(d, t, tile);
+  } catch (...) {
+    free_buffers.push_back(std::move(d));
+    throw;
+  }
+  decoded.push_front(std::move(d));
+  return decoded.front();
+}
+
+Dataset::Impl::Decoded Dataset::Impl::take_buffer() {
   Decoded d;
   if (!free_buffers.empty()) {
     d = std::move(free_buffers.back());
     free_buffers.pop_back();
   }
+  if (options.decode_threads > 1 && !decode_arena)
+    decode_arena = std::make_unique<tbb::task_arena>(detail::arena_size(static_cast<unsigned>(options.decode_threads)));
+  return d;
+}
+
+void Dataset::Impl::decode_into(Decoded& d, std::uint64_t t, const Tile& tile) {
   // Buffers only grow, and are recycled through the free list, so once the largest tile has been
   // decoded nothing is allocated. They are sized from the fetched tile (whose frames were checked
   // to be able to hold its nonzeros), not from the manifest's claims.
-  const std::size_t need = static_cast<std::size_t>(tile.nnz());
-  if (d.indices.size() < need) {
-    d.indices.resize(need);
-    d.values.resize(need);
+  const std::size_t nnz = static_cast<std::size_t>(tile.nnz());
+  if (d.indices.size() < nnz) {
+    d.indices.resize(nnz);
+    d.values.resize(nnz);
   }
   d.tile = t;
   const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t nnz = need;
-  try {
-    if (options.decode_threads > 1) {
-      if (!decode_arena) decode_arena = std::make_unique<tbb::task_arena>(detail::arena_size(static_cast<unsigned>(options.decode_threads)));
-      decode_arena->execute([&] { tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, {.threads = 0}); });
-    } else {
-      tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, {.threads = 1});
-    }
-  } catch (...) {
-    free_buffers.push_back(std::move(d));
-    throw;
-  }
-  {
-    std::lock_guard lk(cache_mu);
-    ++stats.tiles_decoded;
-    stats.decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  decoded.push_front(std::move(d));
-  return decoded.front();
+  if (options.decode_threads > 1)
+    decode_arena->execute([&] { tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, {.threads = 0}); });
+  else
+    tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, {.threads = 1});
+  std::lock_guard lk(cache_mu);
+  ++stats.tiles_decoded;
+  stats.decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 namespace {

@@ -58,6 +58,23 @@ struct Dataset::Impl {
   std::vector<Decoded> free_buffers;
   std::unique_ptr<tbb::task_arena> decode_arena;
 
+  // ---- decode-ahead (decode_ahead.cpp) ----
+  // Under api_mu: the tile requested or being decoded in the background, and `ahead_cv`, which
+  // is signalled when it is done (consumers waiting for it hold api_mu).
+  std::optional<std::uint64_t> ahead_tile;
+  std::condition_variable ahead_cv;
+  // Under ahead_mu: the handed-over job, so that the thread never needs api_mu to start (a
+  // get_batch holds api_mu for its whole gather, which is exactly when the decode should run).
+  struct AheadJob {
+    std::uint64_t tile = 0;
+    Decoded buffer;
+  };
+  std::mutex ahead_mu;
+  std::condition_variable ahead_job_cv;
+  std::optional<AheadJob> ahead_job;
+  bool ahead_stopping = false;
+  std::thread ahead_thread;
+
   // Scratch of the batch request in progress, reused across calls (guarded by api_mu).
   struct BatchPlan {
     std::vector<std::uint64_t> tiles;                 // distinct tiles, first-appearance order
@@ -86,8 +103,20 @@ struct Dataset::Impl {
 
   void pin(const std::vector<std::uint64_t>& tiles);
   void unpin(const std::vector<std::uint64_t>& tiles);
-  // The decoded tile (through the LRU). Caller holds api_mu.
+  // The decoded tile (through the LRU; waits for a decode-ahead of `t` in flight). Caller holds
+  // api_mu.
   const Decoded& decode(std::uint64_t t, const Tile& tile);
+  // A buffer from the free list (or a new, empty one); caller holds api_mu.
+  Decoded take_buffer();
+  // Grows `d` to hold tile `t` and decodes it there, counting it in the statistics; the caller
+  // holds api_mu or owns `d` exclusively.
+  void decode_into(Decoded& d, std::uint64_t t, const Tile& tile);
+
+  bool decode_ahead(std::uint64_t t);
+  void ahead_loop();
+  void stop_decode_ahead();
+  // With api_mu held by the caller: waits (releasing it) while `t` is being decoded ahead.
+  void wait_for_ahead(std::uint64_t t);
 };
 
 }  // namespace tessera::cells

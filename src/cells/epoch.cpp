@@ -123,6 +123,7 @@ bool EpochIterator::next(EpochBatch& out) {
                    buffer_.begin() + static_cast<std::ptrdiff_t>(buffer_pos_ + take));
   buffer_pos_ += take;
   ds_.get_batch(out.cells, o_.values, out.batch);
+  if (o_.decode_ahead && next_tile_ < tiles_.size() && yielded_ + 1 < limit_) ds_.decode_ahead(tiles_[next_tile_]);
   ++yielded_;
   return true;
 }

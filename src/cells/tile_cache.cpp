@@ -175,6 +175,7 @@ void Dataset::Impl::fetch_loop() {
 }
 
 void Dataset::Impl::stop() {
+  stop_decode_ahead();
   {
     std::lock_guard lk(cache_mu);
     stopping = true;

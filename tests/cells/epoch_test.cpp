@@ -120,3 +120,58 @@ TEST_F(EpochTest, DropLastAndEvenBatches) {
 
 }  // namespace
 }  // namespace tessera::cells
+
+namespace tessera::cells {
+namespace {
+
+// Decode-ahead changes when tiles are decoded, never what a batch holds: every batch of an epoch
+// with it equals the batch without it, for batch sizes below, at and above the tile size, and
+// each tile is decoded once per epoch (the decode-ahead result is found in the cache).
+TEST_F(EpochTest, DecodeAheadGivesTheSameBatches) {
+  for (const std::uint64_t batch : {2u, 5u, 7u, 12u}) {
+    std::vector<EpochBatch> plain, ahead;
+    for (const bool on : {false, true}) {
+      auto ds = Dataset::open((tmp_ / "ds").string());
+      EpochIterator it(*ds, batch, {.seed = 3, .values = Values::Int32, .decode_ahead = on});
+      EpochBatch b;
+      while (it.next(b)) (on ? ahead : plain).push_back(b);
+      if (on) {
+        EXPECT_EQ(ds->stats().tiles_decoded, ds->n_tiles()) << "batch " << batch;
+      }
+    }
+    ASSERT_EQ(plain.size(), ahead.size());
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_EQ(plain[i].cells, ahead[i].cells);
+      EXPECT_EQ(plain[i].batch.indptr, ahead[i].batch.indptr);
+      EXPECT_EQ(plain[i].batch.indices, ahead[i].batch.indices);
+      EXPECT_EQ(plain[i].batch.values_int32, ahead[i].batch.values_int32);
+    }
+  }
+}
+
+TEST_F(EpochTest, DecodeAheadRules) {
+  EXPECT_THROW(ds_->decode_ahead(5), UsageError);
+  // A request racing get_batch of the same tile: the batch waits for it or decodes it itself.
+  for (int round = 0; round < 50; ++round) {
+    auto ds = Dataset::open((tmp_ / "ds").string());
+    const std::uint64_t t = static_cast<std::uint64_t>(round) % ds->n_tiles();
+    ds->decode_ahead(t);
+    const auto [lo, hi] = ds->tile_bounds(t);
+    std::vector<std::int64_t> cells;
+    for (auto c = lo; c < hi; ++c) cells.push_back(static_cast<std::int64_t>(c));
+    const SparseBatch b = ds->get_batch(cells, Values::Int32);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      ASSERT_EQ(b.indptr[i + 1] - b.indptr[i], 1);
+      EXPECT_EQ(b.values_int32[i], cells[i] + 1);
+      EXPECT_EQ(b.indices[i], cells[i] % 7);
+    }
+    EXPECT_EQ(ds->stats().tiles_decoded, 1u);
+    ds->decode_ahead((t + 1) % ds->n_tiles());  // left running: the destructor stops it
+  }
+  // With room for one decoded tile only, decode-ahead would evict what the consumer reads.
+  auto one = Dataset::open((tmp_ / "ds").string(), {.max_cached_tiles = 1});
+  EXPECT_FALSE(one->decode_ahead(0));
+}
+
+}  // namespace
+}  // namespace tessera::cells

@@ -41,6 +41,9 @@ struct EpochOptions {
   std::uint64_t worker = 0, num_workers = 1;
   bool even_batches = false;  // every pair stops after the minimum batch count over all pairs
   Values values = Values::Float32;
+  // After each batch, decode the next tile of the pair in the background (Dataset::decode_ahead),
+  // overlapping its decode with the caller's work and the next batch's gather.
+  bool decode_ahead = true;
 };
 
 struct EpochBatch {

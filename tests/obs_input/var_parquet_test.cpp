@@ -102,6 +102,31 @@ TEST(VarParquet, RoundTripThroughTessera) {
   }
 }
 
+// Every truncation and two bit flips per byte of a var.parquet: reading it (footer, pages and the
+// pandas metadata) ends in a tessera::Error or a table — never a crash or another exception
+// (values may differ where nothing checksums them: a flipped index name reads as no index).
+// Every truncation fails (the trailing magic goes first).
+TEST(VarParquet, TruncationsAndBitFlipsEndInTypedErrors) {
+  const auto bytes = write_bytes(sample_table(true));
+  std::size_t errors = 0;
+  const auto attempt = [&](std::span<const std::byte> mutant) {
+    try {
+      const auto src = io::memory_source(mutant, "var.parquet");
+      (void)read_var_parquet(*src, 5);
+    } catch (const Error&) {
+      ++errors;
+    }
+  };
+  for (std::size_t n = 0; n < bytes.size(); ++n) attempt(std::span(bytes).first(n));
+  EXPECT_EQ(errors, bytes.size());
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    for (const unsigned bit : {static_cast<unsigned>(i % 8), static_cast<unsigned>((i * 3 + 5) % 8)}) {
+      auto mutant = bytes;
+      mutant[i] ^= static_cast<std::byte>(1u << bit);
+      attempt(mutant);
+    }
+}
+
 TEST(VarParquet, PandasMetadataLayout) {
   const auto bytes = write_bytes(sample_table(false));
   const auto src = io::memory_source(bytes, "var.parquet");

@@ -1,13 +1,19 @@
 #include "tessera/core/error.hpp"
 
+#include <string_view>
+
 namespace tessera {
 
 std::string Error::describe() const {
-  std::string out;
-  if (!path_.empty()) out += path_ + ": ";
-  if (!structure_.empty()) out += structure_ + ": ";
-  out += what();
-  return out;
+  // Some messages already begin with the context (e.g. zarr's "6/x/zarr.json: zarr.json: ...");
+  // a prefix the message already carries is not repeated.
+  const std::string_view message = what();
+  std::string prefix;
+  if (!path_.empty()) prefix += path_ + ": ";
+  if (!structure_.empty()) prefix += structure_ + ": ";
+  if (message.starts_with(prefix)) return std::string(message);
+  if (!path_.empty() && message.starts_with(path_ + ": ")) return std::string(message);
+  return prefix + std::string(message);
 }
 
 }  // namespace tessera

@@ -112,7 +112,7 @@ struct Dataset::Impl {
   // holds api_mu or owns `d` exclusively.
   void decode_into(Decoded& d, std::uint64_t t, const Tile& tile);
 
-  bool decode_ahead(std::uint64_t t);
+  bool decode_ahead(std::uint64_t t, std::optional<std::uint64_t> keep);
   void ahead_loop();
   void stop_decode_ahead();
   // With api_mu held by the caller: waits (releasing it) while `t` is being decoded ahead.

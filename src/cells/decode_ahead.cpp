@@ -9,30 +9,36 @@
 // gather, which is exactly when the decode should run), then inserts the tile under api_mu and
 // clears `ahead_tile`. A consumer whose batch needs the tile in flight waits on `ahead_cv`
 // (releasing api_mu) instead of decoding it a second time.
+#include <algorithm>
+#include <iterator>
+
 #include "dataset_impl.hpp"
 
 namespace tessera::cells {
 
-bool Dataset::decode_ahead(std::uint64_t tile) {
+bool Dataset::decode_ahead(std::uint64_t tile, std::optional<std::uint64_t> keep) {
   if (tile >= n_tiles())
     throw UsageError("tile " + std::to_string(tile) + " outside the valid range [0, " + std::to_string(n_tiles()) + ")");
-  return impl_->decode_ahead(tile);
+  return impl_->decode_ahead(tile, keep);
 }
 
-bool Dataset::Impl::decode_ahead(std::uint64_t t) {
+bool Dataset::Impl::decode_ahead(std::uint64_t t, std::optional<std::uint64_t> keep) {
   AheadJob job;
   {
     std::lock_guard lk(api_mu);
     if (ahead_tile || options.max_cached_tiles < 2) return false;
     for (const auto& d : decoded)
       if (d.tile == t) return false;
-    // Room for one more without evicting the front (the tile the consumer is on).
+    // Room for one more, evicting from the least recently used end but never the tile the
+    // consumer is on (`keep`, else the front).
+    if (!keep && !decoded.empty()) keep = decoded.front().tile;
     const auto cap = static_cast<std::size_t>(options.max_cached_tiles);
-    while (decoded.size() > 1 && decoded.size() + 1 > cap) {
-      free_buffers.push_back(std::move(decoded.back()));
-      decoded.pop_back();
+    while (decoded.size() + 1 > cap) {
+      auto victim = std::find_if(decoded.rbegin(), decoded.rend(), [&](const auto& d) { return d.tile != keep; });
+      if (victim == decoded.rend()) return false;
+      free_buffers.push_back(std::move(*victim));
+      decoded.erase(std::next(victim).base());
     }
-    if (decoded.size() + 1 > cap) return false;
     job.tile = t;
     job.buffer = take_buffer();
     ahead_tile = t;

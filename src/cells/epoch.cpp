@@ -92,6 +92,7 @@ void EpochIterator::restart() {
   next_tile_ = 0;
   buffer_.clear();
   buffer_pos_ = 0;
+  newest_start_ = 0;
   yielded_ = 0;
   cell_rng_.emplace(std::initializer_list<std::uint64_t>{static_cast<std::uint64_t>(o_.seed), epoch_, 1, o_.rank, o_.worker});
   // No prefetch here: the first next() prefetches tiles 0 .. prefetch_tiles before reading tile 0,
@@ -106,6 +107,7 @@ bool EpochIterator::next(EpochBatch& out) {
       buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(buffer_pos_));
       buffer_pos_ = 0;
     }
+    newest_start_ = buffer_.size();
     const std::uint64_t k = next_tile_++;
     // Tiles k+1 .. k+prefetch_tiles, with tile k itself first: naming it marks it as used in the
     // compressed cache, so making room for the tiles ahead evicts a finished tile, not this one.
@@ -121,9 +123,15 @@ bool EpochIterator::next(EpochBatch& out) {
   const std::size_t take = std::min<std::size_t>(available, static_cast<std::size_t>(batch_size_));
   out.cells.assign(buffer_.begin() + static_cast<std::ptrdiff_t>(buffer_pos_),
                    buffer_.begin() + static_cast<std::ptrdiff_t>(buffer_pos_ + take));
+  // The next tile's decode starts as early as it safely can: before this batch's gather when the
+  // batch reads only the newest tile (making room for it then evicts only older, finished tiles),
+  // so on two cores decoding tile k+1 overlaps every gather of tile k; otherwise after the batch.
+  const bool more = o_.decode_ahead && next_tile_ < tiles_.size() && yielded_ + 1 < limit_;
+  const std::uint64_t newest = next_tile_ > 0 ? tiles_[next_tile_ - 1] : 0;  // the tile this batch ends in
+  if (more && buffer_pos_ >= newest_start_) ds_.decode_ahead(tiles_[next_tile_], newest);
   buffer_pos_ += take;
   ds_.get_batch(out.cells, o_.values, out.batch);
-  if (o_.decode_ahead && next_tile_ < tiles_.size() && yielded_ + 1 < limit_) ds_.decode_ahead(tiles_[next_tile_]);
+  if (more) ds_.decode_ahead(tiles_[next_tile_], newest);
   ++yielded_;
   return true;
 }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -108,14 +109,15 @@ class Dataset {
   std::size_t prefetch(std::span<const std::uint64_t> tiles);
   std::size_t prefetch_cells(std::span<const std::int64_t> cells);
   // Starts decoding `tile` into the decoded-tile cache on a background thread, so that a later
-  // get_batch finds it decoded while the caller was busy with the previous batch (the epoch
-  // iterator calls this for the next tile after every batch). One tile at a time; never blocks
-  // on the decode. Returns false, doing nothing, when the tile is already decoded or being
-  // decoded, another decode-ahead is running, or the cache has no room without evicting its most
-  // recently used tile (max_cached_tiles 1). While it runs, one decoded tile more than
-  // max_cached_tiles may exist. A failed decode-ahead leaves no trace: get_batch decodes the
-  // tile itself and reports the error. UsageError for a tile outside [0, n_tiles).
-  bool decode_ahead(std::uint64_t tile);
+  // get_batch finds it decoded while the caller was busy with the current batch (the epoch
+  // iterator calls this for its next tile). One tile at a time; never blocks on the decode.
+  // Room is made by evicting least recently used tiles, never `keep` (default: the most recently
+  // used tile, which the caller is presumably reading). Returns false, doing nothing, when the
+  // tile is already decoded or being decoded, another decode-ahead is running, or no room can be
+  // made that way. While it runs, one decoded tile more than max_cached_tiles may exist. A failed
+  // decode-ahead leaves no trace: get_batch decodes the tile itself and reports the error.
+  // UsageError for a tile outside [0, n_tiles).
+  bool decode_ahead(std::uint64_t tile, std::optional<std::uint64_t> keep = std::nullopt);
 
   // Nonzeros get_batch would return, from the tiles' indptr (no decoding).
   std::uint64_t batch_nnz(std::span<const std::int64_t> cells);

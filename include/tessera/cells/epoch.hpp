@@ -41,8 +41,9 @@ struct EpochOptions {
   std::uint64_t worker = 0, num_workers = 1;
   bool even_batches = false;  // every pair stops after the minimum batch count over all pairs
   Values values = Values::Float32;
-  // After each batch, decode the next tile of the pair in the background (Dataset::decode_ahead),
-  // overlapping its decode with the caller's work and the next batch's gather.
+  // Decode the pair's next tile in the background (Dataset::decode_ahead) while the current one is
+  // gathered: from the first batch that reads only the newest tile (so no older tile still needed
+  // is evicted for it), else after the batch. Its decode overlaps the caller's work and the gathers.
   bool decode_ahead = true;
 };
 
@@ -81,6 +82,7 @@ class EpochIterator {
   std::size_t next_tile_ = 0;
   std::vector<std::int64_t> buffer_;  // shuffled cells not yet yielded
   std::size_t buffer_pos_ = 0;
+  std::size_t newest_start_ = 0;      // where the cells of the last tile added to buffer_ begin
   std::uint64_t yielded_ = 0;
   std::uint64_t limit_ = 0;
   std::optional<EpochGenerator> cell_rng_;

@@ -17,6 +17,7 @@ void register_cells_verify(CLI::App& cells, int& rc);
 void register_cells_get(CLI::App& cells, int& rc);
 void register_cells_convert(CLI::App& cells, int& rc);
 void register_cells_obs(CLI::App& cells, int& rc);
+void register_cells_epoch(CLI::App& cells, int& rc);
 
 // One obs value of a `take` result as `cells get --obs` prints it (spec deltacells.md §9.5):
 // categories and strings as text, booleans True/False, numbers in shortest round-trip form

@@ -22,13 +22,14 @@ bool is_cells_tile_file(const std::string& path) {
 }
 
 void register_cells(CLI::App& app, int& rc) {
-  CLI::App* cells = app.add_subcommand("cells", "deltacells datasets: info, verify, get, convert, obs");
+  CLI::App* cells = app.add_subcommand("cells", "deltacells datasets: info, verify, get, convert, obs, epoch");
   cells->require_subcommand(1);
   register_cells_info(*cells, rc);
   register_cells_verify(*cells, rc);
   register_cells_get(*cells, rc);
   register_cells_convert(*cells, rc);
   register_cells_obs(*cells, rc);
+  register_cells_epoch(*cells, rc);
 }
 
 }  // namespace tessera::cli

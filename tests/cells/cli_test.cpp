@@ -216,5 +216,25 @@ TEST(CellsCli, IndependentPythonDecoderReadsTesseraTiles) {
   }
 }
 
+// `cells epoch` walks the same epoch the library's iterator yields: every cell once, the nonzeros
+// of the whole matrix, and the batch count the batch size implies; bad options exit 2 or 1.
+TEST(CellsCli, EpochVisitsEveryCellOnce) {
+  const auto r = run_cli({"cells", "epoch", small_dir().string(), "--batch-size", "3", "--seed", "5", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto got = codec::json::parse_strict(r.out);
+  EXPECT_EQ(got["cells"].get<std::uint64_t>(), 10u);
+  EXPECT_EQ(got["nnz"].get<std::uint64_t>(), 16u);
+  EXPECT_EQ(got["batches"].get<std::uint64_t>(), 4u);  // tiles of 4, 4, 2 cells in batches of 3, spanning tiles
+  const auto two = run_cli({"cells", "epoch", small_dir().string(), "--batch-size", "3", "--batches", "2", "--json"});
+  EXPECT_EQ(codec::json::parse_strict(two.out)["cells"].get<std::uint64_t>(), 6u);
+  const auto ranked = run_cli({"cells", "epoch", small_dir().string(), "--world-size", "2", "--rank", "1", "--json"});
+  ASSERT_EQ(ranked.rc, 0) << ranked.err;
+  EXPECT_LT(codec::json::parse_strict(ranked.out)["cells"].get<std::uint64_t>(), 10u);
+  EXPECT_EQ(run_cli({"cells", "epoch", small_dir().string(), "--batch-size", "0"}).rc, 2);
+  const auto bad = run_cli({"cells", "epoch", small_dir().string(), "--values", "int8"});
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("--values must be float32 or int32"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::cells

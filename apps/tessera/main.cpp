@@ -2,6 +2,7 @@
 // 2 usage error (rejected before any data is touched).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "commands.hpp"
@@ -11,6 +12,20 @@
 namespace {
 
 constexpr int kUsageExit = 2;
+
+// With $TESSERA_ERROR_KIND set (the Python package sets it when it runs the CLI), an
+// `error-kind: <class>` line precedes the message, so the caller can raise the matching
+// exception type instead of guessing it from the text.
+void print_error_kind(const tessera::Error& e) {
+  if (std::getenv("TESSERA_ERROR_KIND") == nullptr) return;
+  const char* kind = dynamic_cast<const tessera::FormatError*>(&e)        ? "FormatError"
+                     : dynamic_cast<const tessera::IoError*>(&e)          ? "IoError"
+                     : dynamic_cast<const tessera::UsageError*>(&e)       ? "UsageError"
+                     : dynamic_cast<const tessera::LimitError*>(&e)       ? "LimitError"
+                     : dynamic_cast<const tessera::UnsupportedError*>(&e) ? "UnsupportedError"
+                                                                          : "Error";
+  std::cerr << "error-kind: " << kind << "\n";
+}
 
 }  // namespace
 
@@ -42,10 +57,12 @@ int main(int argc, char** argv) {
     // The OS error alone ("No such file or directory") does not say which file; format errors
     // keep their exact spec texts, which already name what is wrong.
     std::fflush(stdout);
+    print_error_kind(e);
     std::cerr << "error: " << e.describe() << "\n";
     return 1;
   } catch (const tessera::Error& e) {
     std::fflush(stdout);
+    print_error_kind(e);
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {

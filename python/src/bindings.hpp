@@ -1,0 +1,50 @@
+// Shared pieces of the `tessera._tessera` extension: the per-format binding entry points, numpy
+// arrays that take ownership of library vectors (no copy), and the dtype mapping.
+//
+// Rules every binding follows:
+//  - the GIL is released around all I/O, decoding and encoding (py::gil_scoped_release), so
+//    Python threads, Dask's threaded scheduler and DataLoader threads overlap;
+//  - results move out of the library's vectors into numpy arrays without copying;
+//  - library errors propagate as their C++ types; module.cpp translates them to tessera.*Error.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/core/dtype.hpp"
+
+namespace tessera::python {
+
+namespace py = pybind11;
+
+void bind_tet(py::module_& m);
+void bind_cells(py::module_& m);
+void bind_ragged(py::module_& m);
+
+// A 1-d (or `shape`-d) numpy array that owns `values`: the vector moves into a capsule, so the
+// array's memory is the vector's and nothing is copied.
+template <typename T>
+py::array_t<T> to_numpy(std::vector<T>&& values, std::vector<py::ssize_t> shape = {}) {
+  auto* owner = new std::vector<T>(std::move(values));
+  py::capsule free_when_done(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  if (shape.empty()) shape.push_back(static_cast<py::ssize_t>(owner->size()));
+  return py::array_t<T>(shape, owner->data(), free_when_done);
+}
+
+// The same for raw bytes of element type `dtype` (f16 as numpy float16, bool as numpy bool).
+py::array bytes_to_numpy(std::vector<std::byte>&& bytes, DType dtype, std::vector<py::ssize_t> shape);
+
+// numpy dtype of a tessera element type, and back (UsageError for types tessera has no tag for).
+py::dtype numpy_dtype(DType dtype);
+DType dtype_of_numpy(const py::dtype& dtype);
+
+// An int64 index vector from any integer sequence or array (copied once, GIL held).
+std::vector<std::int64_t> as_index_vector(const py::handle& cells);
+
+}  // namespace tessera::python

@@ -1,0 +1,343 @@
+// `.tet` bindings: an open file (catalog, footer metadata, strided reads that are views of the
+// mapped file when one raw chunk holds the selection), the query engine, synthetic files and the
+// writer. python/tessera/tet.py builds the public objects on these.
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "bindings.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/tet/footer.hpp"
+#include "tessera/tet/query_document.hpp"
+#include "tessera/tet/query_engine.hpp"
+#include "tessera/tet/query_output.hpp"
+#include "tessera/tet/reader.hpp"
+#include "tessera/tet/selection.hpp"
+#include "tessera/tet/synth.hpp"
+#include "tessera/tet/writer.hpp"
+
+namespace tessera::python {
+namespace {
+
+using tet::Box;
+using tet::TetFile;
+
+py::dict dataset_info(const TetFile& file, const tet::Dataset& d) {
+  py::dict info;
+  info["id"] = d.id;
+  info["name"] = d.name;
+  info["dtype"] = numpy_dtype(d.dtype);
+  info["dtype_name"] = std::string(dtype_info(d.dtype).name);
+  info["shape"] = py::tuple(py::cast(d.shape));
+  info["chunks"] = py::tuple(py::cast(d.chunk_shape));
+  info["grid"] = py::tuple(py::cast(d.grid));
+  // A dataset's codec is per chunk in the index; report the set used ("raw", "zstd" or both).
+  bool raw = false, zstd = false;
+  for (auto e : d.entry_of_chunk) (file.entry(e).codec == static_cast<std::uint32_t>(tet::Codec::Raw) ? raw : zstd) = true;
+  info["codec"] = raw && zstd ? "mixed" : zstd ? "zstd" : "raw";
+  py::dict attrs, coords;
+  py::object dim_names = py::none();
+  if (const auto* md = file.metadata_of(d.name)) {
+    for (const auto& [k, v] : md->attrs) attrs[py::str(k)] = v;
+    for (const auto& [axis, labels] : md->coords) coords[py::str(axis)] = labels;
+    if (md->dim_names) dim_names = py::cast(*md->dim_names);
+  }
+  info["attrs"] = attrs;
+  info["coords"] = coords;
+  info["dim_names"] = dim_names;
+  return info;
+}
+
+const tet::Dataset& find_dataset(const TetFile& file, const std::string& name) {
+  const auto* d = file.find(name);
+  if (d == nullptr) {
+    std::string names;
+    for (const auto& x : file.datasets()) names += (names.empty() ? "" : ", ") + tet::quoted_name(x.name);
+    throw UsageError("no dataset " + tet::quoted_name(name) + " in the file; datasets: [" + names + "]",
+                     file.source().name());
+  }
+  return *d;
+}
+
+Box box_from(const tet::Dataset& d, const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges) {
+  if (ranges.size() != d.ndim())
+    throw UsageError("selection has " + std::to_string(ranges.size()) + " axes, dataset " + tet::quoted_name(d.name) +
+                     " has " + std::to_string(d.ndim()));
+  Box box;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto [start, stop, step] = ranges[i];
+    if (step == 0) throw UsageError("selection step must be at least 1 (axis " + std::to_string(i) + ")");
+    if (stop > d.shape[i] || start > stop)
+      throw UsageError("selection [" + std::to_string(start) + ", " + std::to_string(stop) + ") is outside axis " +
+                       std::to_string(i) + " of extent " + std::to_string(d.shape[i]));
+    box.push_back({start, stop, step});
+  }
+  return box;
+}
+
+// The selection as a read-only numpy view of the mapped file when one raw chunk holds all of it
+// (any steps: numpy strides express them); nullopt otherwise. The view keeps the file open.
+std::optional<py::array> chunk_view(const std::shared_ptr<const TetFile>& file, const tet::Dataset& d, const Box& box) {
+  const auto n = d.ndim();
+  std::vector<std::uint64_t> coords(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (box[i].count() == 0) return std::nullopt;
+    const auto first = box[i].start / d.chunk_shape[i];
+    const auto last = (box[i].start + (box[i].count() - 1) * box[i].step) / d.chunk_shape[i];
+    if (first != last) return std::nullopt;
+    coords[i] = first;
+  }
+  const auto& entry = file->entry(d.entry_of_chunk[d.chunk_ordinal(coords)]);
+  if (entry.codec != static_cast<std::uint32_t>(tet::Codec::Raw)) return std::nullopt;
+  const std::byte* base = file->source().view(entry.payload_offset, entry.raw_byte_len);
+  if (base == nullptr) return std::nullopt;
+  std::vector<std::uint64_t> origin(n), extent(n);
+  d.tile_extent(coords, origin, extent);
+  // Row-major strides of the (clipped) tile, in bytes.
+  std::vector<py::ssize_t> tile_strides(n), shape(n), strides(n);
+  py::ssize_t stride = static_cast<py::ssize_t>(d.element_size());
+  for (std::size_t i = n; i-- > 0;) {
+    tile_strides[i] = stride;
+    stride *= static_cast<py::ssize_t>(extent[i]);
+  }
+  std::uint64_t offset = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    offset += (box[i].start - origin[i]) * static_cast<std::uint64_t>(tile_strides[i]);
+    shape[i] = static_cast<py::ssize_t>(box[i].count());
+    strides[i] = tile_strides[i] * static_cast<py::ssize_t>(box[i].step);
+  }
+  auto* keep = new std::shared_ptr<const TetFile>(file);
+  py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<const TetFile>*>(p); });
+  // numpy wants a mutable pointer; the array is marked read-only right away (the map is PROT_READ).
+  auto* data = const_cast<std::byte*>(base + offset);
+  py::array view(numpy_dtype(d.dtype), shape, strides, data, owner);
+  py::detail::array_proxy(view.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return view;
+}
+
+class PyTetFile {
+ public:
+  explicit PyTetFile(const std::string& path) {
+    py::gil_scoped_release release;
+    file_ = std::make_shared<const TetFile>(TetFile::open(path));
+  }
+
+  std::string path() const { return file_->source().name(); }
+  std::uint64_t size() const { return file_->source().size(); }
+
+  py::list datasets() const {
+    py::list out;
+    for (const auto& d : file_->datasets()) out.append(dataset_info(*file_, d));
+    return out;
+  }
+
+  py::list history() const {
+    py::list out;
+    if (!file_->layout().footer) return out;
+    for (const auto& row : file_->layout().footer->history) {
+      py::dict r;
+      r["op"] = row.op;
+      r["source"] = row.source;
+      r["at"] = row.at;
+      r["parents"] = row.parents;
+      r["params"] = row.params;
+      out.append(r);
+    }
+    return out;
+  }
+
+  py::dict file_metadata() const {
+    py::dict out;
+    const auto& footer = file_->layout().footer;
+    if (footer && footer->metadata.file) {
+      const auto& f = *footer->metadata.file;
+      if (f.tool) out["tool"] = *f.tool;
+      if (f.library_version) out["library_version"] = *f.library_version;
+      if (f.created_at) out["created_at"] = *f.created_at;
+    }
+    return out;
+  }
+
+  // Resolves a query-document `selection` (JSON text, labels allowed) to (start, stop, step) triples.
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> resolve(const std::string& name,
+                                                                              const std::string& selection_json) const {
+    const auto& d = find_dataset(*file_, name);
+    const auto box = tet::resolve_selection(d, file_->metadata_of(name), tet::parse_selection_text(selection_json));
+    std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> out;
+    for (const auto& r : box) out.emplace_back(r.start, r.stop, r.step);
+    return out;
+  }
+
+  py::array read(const std::string& name, const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges,
+                 unsigned threads, bool allow_view) const {
+    const auto& d = find_dataset(*file_, name);
+    const auto box = box_from(d, ranges);
+    if (allow_view) {
+      if (auto view = chunk_view(file_, d, box)) return *view;
+    }
+    std::vector<py::ssize_t> shape;
+    std::uint64_t count = 1;
+    for (const auto& r : box) {
+      shape.push_back(static_cast<py::ssize_t>(r.count()));
+      count *= r.count();
+    }
+    py::array out(numpy_dtype(d.dtype), shape);
+    auto* dst = static_cast<std::byte*>(out.mutable_data());
+    {
+      py::gil_scoped_release release;
+      file_->read_box(d, box, {dst, count * d.element_size()}, {threads});
+    }
+    return out;
+  }
+
+  // Whether `read(name, ranges)` would return a view of the mapped file (no copy).
+  bool is_view(const std::string& name, const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges) const {
+    const auto& d = find_dataset(*file_, name);
+    return chunk_view(file_, d, box_from(d, ranges)).has_value();
+  }
+
+ private:
+  std::shared_ptr<const TetFile> file_;
+};
+
+std::string run_query(const std::string& document, const std::optional<std::string>& path, bool execute,
+                      std::uint64_t preview, unsigned threads, const std::optional<std::string>& device) {
+  py::gil_scoped_release release;
+  const auto doc = tet::parse_query_json(document);
+  tet::QueryOptions options;
+  options.tet_path = path;
+  options.execute = execute;
+  options.preview = preview;
+  options.threads = threads;
+  options.device = device;
+  return tet::dump_query_json(tet::run_query(doc, options).tree, false);
+}
+
+py::dict synth(const std::string& path, const std::vector<std::string>& specs, std::uint64_t seed, unsigned threads,
+               const std::string& source, const std::string& at) {
+  tet::SynthOptions options;
+  for (const auto& s : specs) options.datasets.push_back(tet::parse_synth_spec(s));
+  options.seed = seed;
+  options.threads = threads;
+  options.source = source;
+  options.at = at;
+  tet::SynthSummary summary;
+  {
+    py::gil_scoped_release release;
+    summary = tet::synth_write(path, options);
+  }
+  py::dict out;
+  out["datasets"] = summary.datasets;
+  out["chunks"] = summary.chunks;
+  out["bytes"] = summary.bytes;
+  return out;
+}
+
+// TetWriter with numpy input. The public writer (tet.py) checks shapes and dtypes first; the
+// library re-checks sizes and order.
+class PyTetWriter {
+ public:
+  PyTetWriter(const std::string& path, std::uint16_t budget_bps, std::uint32_t budget_bytes, unsigned threads) {
+    tet::WriterOptions options;
+    options.memory_budget_percent_bps = budget_bps;
+    options.memory_budget_bytes = budget_bytes;
+    options.threads = threads;
+    writer_.emplace(path, std::move(options));
+  }
+
+  std::uint32_t add_dataset(const std::string& name, const py::dtype& dtype, std::vector<std::uint64_t> shape,
+                            std::vector<std::uint64_t> chunks, const std::string& codec, int level) {
+    tet::DatasetSpec spec;
+    spec.name = name;
+    spec.dtype = dtype_of_numpy(dtype);
+    spec.shape = std::move(shape);
+    spec.chunk_shape = std::move(chunks);
+    if (codec == "raw") spec.codec = tet::Codec::Raw;
+    else if (codec == "zstd") spec.codec = tet::Codec::Zstd;
+    else throw UsageError("codec must be \"raw\" or \"zstd\", got \"" + codec + "\"");
+    spec.zstd_level = level;
+    return live().add_dataset(spec);
+  }
+
+  void write_dataset(std::uint32_t id, const py::buffer& data) {
+    const auto bytes = contiguous_bytes(data);
+    py::gil_scoped_release release;
+    live().write_dataset(id, bytes);
+  }
+
+  void write_chunk_row(std::uint32_t id, std::uint64_t row, const py::buffer& data) {
+    const auto bytes = contiguous_bytes(data);
+    py::gil_scoped_release release;
+    live().write_chunk_row(id, row, bytes);
+  }
+
+  std::uint64_t chunk_rows(std::uint32_t id) { return live().chunk_rows(id); }
+
+  void set_metadata(const std::string& metadata_json) { live().metadata() = tet::parse_spilled_metadata(metadata_json); }
+
+  void add_history(const std::string& op, const std::string& source, const std::string& at,
+                   const std::vector<std::string>& parents, const std::map<std::string, std::string>& params) {
+    live().history().push_back({op, source, at, parents, params});
+  }
+
+  std::uint64_t commit() {
+    {
+      py::gil_scoped_release release;
+      live().commit();
+    }
+    const auto size = writer_->file_size();
+    writer_.reset();
+    return size;
+  }
+
+  // Drops the writer without committing: the destination is untouched.
+  void abort() { writer_.reset(); }
+
+ private:
+  tet::TetWriter& live() {
+    if (!writer_) throw UsageError("the writer is closed (committed or aborted)");
+    return *writer_;
+  }
+  static std::span<const std::byte> contiguous_bytes(const py::buffer& data) {
+    const auto info = data.request();
+    if (!PyBuffer_IsContiguous(info.view(), 'C'))
+      throw UsageError("array data must be C-contiguous (use numpy.ascontiguousarray)");
+    return {static_cast<const std::byte*>(info.ptr), static_cast<std::size_t>(info.size * info.itemsize)};
+  }
+  std::optional<tet::TetWriter> writer_;
+};
+
+}  // namespace
+
+void bind_tet(py::module_& m) {
+  py::class_<PyTetFile>(m, "TetFile")
+      .def(py::init<const std::string&>(), py::arg("path"))
+      .def_property_readonly("path", &PyTetFile::path)
+      .def_property_readonly("size", &PyTetFile::size)
+      .def("datasets", &PyTetFile::datasets)
+      .def("history", &PyTetFile::history)
+      .def("file_metadata", &PyTetFile::file_metadata)
+      .def("resolve", &PyTetFile::resolve, py::arg("name"), py::arg("selection_json"))
+      .def("read", &PyTetFile::read, py::arg("name"), py::arg("ranges"), py::arg("threads") = 0,
+           py::arg("allow_view") = true)
+      .def("is_view", &PyTetFile::is_view, py::arg("name"), py::arg("ranges"));
+
+  m.def("tet_query", &run_query, py::arg("document"), py::arg("path"), py::arg("execute"), py::arg("preview"),
+        py::arg("threads"), py::arg("device"));
+  m.def("tet_synth", &synth, py::arg("path"), py::arg("specs"), py::arg("seed"), py::arg("threads"),
+        py::arg("source"), py::arg("at"));
+
+  py::class_<PyTetWriter>(m, "TetWriter")
+      .def(py::init<const std::string&, std::uint16_t, std::uint32_t, unsigned>(), py::arg("path"),
+           py::arg("budget_bps"), py::arg("budget_bytes"), py::arg("threads"))
+      .def("add_dataset", &PyTetWriter::add_dataset)
+      .def("write_dataset", &PyTetWriter::write_dataset)
+      .def("write_chunk_row", &PyTetWriter::write_chunk_row)
+      .def("chunk_rows", &PyTetWriter::chunk_rows)
+      .def("set_metadata", &PyTetWriter::set_metadata)
+      .def("add_history", &PyTetWriter::add_history)
+      .def("commit", &PyTetWriter::commit)
+      .def("abort", &PyTetWriter::abort);
+}
+
+}  // namespace tessera::python

@@ -40,6 +40,13 @@
 #       temp-spilled median over M GiB (default 1) with a 256 MiB budget. Driven by
 #       scripts/bench_tet_query.sh; files are synthesized once into build/bench-data/tet-query/.
 #
+#   scripts/bench.sh python [--repeat R] [--batches B] [--tet-gib G] [--gil-tiles N]
+#       The Python package against the C++ CLI, side by side (bench/bench_python.py):
+#       TorchDataset batches of 5,000 cells as torch CSR against `tessera cells epoch` on the
+#       `cells` benchmark's dataset; `ds[...]` of a whole raw .tet dataset (G GiB, default 1)
+#       against `tessera tet cat`; two Python threads decoding tiles against one (GIL release).
+#       Needs the Python build (-DTESSERA_PYTHON=ON, Debian's python3 with torch).
+#
 # Environment: BUILD_DIR (default build/release), JOBS (parallel compile jobs, default 2).
 set -euo pipefail
 
@@ -60,7 +67,8 @@ build() {
     local generator=()
     if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
     cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-      -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_FUZZ=OFF -DTESSERA_BUILD_BENCH=ON
+      -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_FUZZ=OFF -DTESSERA_BUILD_BENCH=ON \
+      -DTESSERA_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3
   fi
   cmake --build "$build_dir" --target "$target" -j "$jobs"
 }
@@ -103,6 +111,17 @@ case "$command" in
     build bench_tet_query
     build tessera
     BUILD_DIR="$build_dir" exec "$root/scripts/bench_tet_query.sh" "$@"
+    ;;
+  python)
+    build bench_cells
+    build _tessera
+    mkdir -p "$data_dir"
+    if [ ! -f "$data_dir/cells-bench/dataset/manifest.json" ]; then
+      # Generates the tile and the 100-tile dataset (one quick round).
+      "$build_dir/bench/bench_cells" --data-dir "$data_dir" --repeat 1 --batches 1 >/dev/null
+    fi
+    PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 "$root/bench/bench_python.py" \
+      --data-dir "$data_dir/python" --cells-dataset "$data_dir/cells-bench/dataset" "$@"
     ;;
   -h | --help) usage ;;
   *)

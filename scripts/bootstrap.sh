@@ -20,6 +20,10 @@ packages=(
   # independent readers used by the tests
   python3 python3-numpy python3-h5py python3-anndata python3-scipy python3-zstandard python3-numcodecs python3-netcdf4
   python3-healpy
+  # the Python package: build (pybind11, setuptools, pip), its dependencies and integrations
+  # (pandas, Dask + distributed, PyTorch, xarray) and its test runner
+  pybind11-dev python3-pybind11 python3-dev python3-pip python3-setuptools python3-wheel python3-pytest
+  python3-pandas python3-dask python3-distributed python3-torch python3-xarray
 )
 # Node.js and npm run the npm-packaged independent readers (zarrita); a machine that already has
 # them (e.g. a newer Node.js from elsewhere) keeps its own.

@@ -15,14 +15,16 @@ if command -v ccache >/dev/null 2>&1; then
   export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
 fi
 
-# Release with gcc, warnings as errors, benchmarks on so they keep compiling. The fuzz entry
+# Release with gcc, warnings as errors, benchmarks on so they keep compiling, and the Python
+# package (build/release/python) for Debian's Python, which the Python tests import. The fuzz entry
 # points are not built here: the sanitizer build links them all as libFuzzer targets (and several
 # corruption tests compile their sources with gcc). Every TESSERA_BUILD_* option is spelled out
 # because the cache may come from another script's narrower configure.
 configure_release() {
   cmake -S "$ROOT" -B "$ROOT/build/release" "${common_cmake_args[@]}" \
     -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release \
-    -DTESSERA_WERROR=ON -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_FUZZ=OFF -DTESSERA_BUILD_BENCH=ON
+    -DTESSERA_WERROR=ON -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_FUZZ=OFF -DTESSERA_BUILD_BENCH=ON \
+    -DTESSERA_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3
 }
 
 # clang with address+undefined sanitizers and libFuzzer targets; -O1 keeps stacks readable, and

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The CI test pass, runnable from any directory:
-#   stage 1: gcc Release build (warnings as errors, benchmarks compiled) and every ctest test;
+#   stage 1: gcc Release build (warnings as errors, benchmarks compiled, the Python package), every
+#            ctest test, the Python suite (pytest) and a `pip install` of the package;
 #   stage 2: clang build with address+undefined sanitizers, ctest without tests labelled `slow`,
 #            then a ~5 s libFuzzer smoke run of each fuzz target (scripts/fuzz.sh fuzzes for real).
 # Stops at the first failure. The last line is always `N passed, N failed`, counting ctest tests
-# of both stages plus one per fuzz target; a failing configure or build step counts as one failure.
+# of both stages, the Python tests, one for the install check and one per fuzz target; a failing
+# configure or build step counts as one failure.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$ROOT"
@@ -45,6 +47,50 @@ run_ctest() {
     FAILED=$((FAILED + 1))  # ctest itself failed (e.g. test discovery) before counting anything
   fi
   return "$rc"
+}
+
+# run_pytest BUILD_DIR: the Python suite (tests/python) against the package assembled in the build
+# tree, with Debian's Python; adds its counts to PASSED/FAILED. A run that collects no test fails
+# (pytest exits 5), so a broken import or path can never pass as "nothing failed".
+run_pytest() {
+  local dir=$1 xml="$WORK/pytest.xml" rc=0 counts
+  PYTHONPATH="$dir/python${PYTHONPATH:+:$PYTHONPATH}" TESSERA_CONFORMANCE_DIR="$CONFORMANCE_DIR" \
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" "$ROOT/tests/python" || rc=$?
+  if [ -f "$xml" ]; then
+    # "<tests> <failures+errors>" from the JUnit summary.
+    counts="$(/usr/bin/python3 - "$xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suites = [root] if root.tag == "testsuite" else list(root)
+total = sum(int(s.get("tests", 0)) for s in suites)
+bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+skipped = sum(int(s.get("skipped", 0)) for s in suites)
+print(total - skipped, bad)
+PY
+)"
+    PASSED=$((PASSED + ${counts% *} - ${counts#* }))
+    FAILED=$((FAILED + ${counts#* }))
+  fi
+  if [ "$rc" -eq 5 ]; then echo "pytest collected no tests" >&2; fi
+  if [ "$rc" -ne 0 ] && [ "$FAILED" -eq 0 ]; then FAILED=1; fi
+  return "$rc"
+}
+
+# check_python_install BUILD_DIR: `pip install` of python/ (reusing BUILD_DIR's objects) into a
+# scratch target directory, then an import of the installed copy from outside the source tree.
+check_python_install() {
+  local dir=$1 site="$WORK/site"
+  TESSERA_CMAKE_BUILD_DIR="$ROOT/$dir" /usr/bin/python3 -m pip install --quiet --no-build-isolation --no-deps \
+    --no-cache-dir --target "$site" "$ROOT/python"
+  (cd "$WORK" && PYTHONPATH="$site" /usr/bin/python3 -c '
+import sys, tessera
+assert tessera.__file__.startswith(sys.argv[1]), tessera.__file__
+f = tessera.tet.open(sys.argv[2])
+assert f["temperature"][...].tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+assert tessera.cli_path().is_file()
+print("installed package OK:", tessera.__file__)
+' "$site" "$CONFORMANCE_DIR/tetration/sample.tet")
+  PASSED=$((PASSED + 1))
 }
 
 # Fuzz smoke: ~5 s of libFuzzer per target from a fresh corpus seeded with the target's seeds,
@@ -107,6 +153,12 @@ STEP="stage 1 build"
 cmake --build build/release -j"$JOBS"
 STEP="stage 1 ctest"
 run_ctest build/release
+t_python="$(now)"
+STEP="stage 1 Python tests"
+run_pytest build/release
+STEP="stage 1 Python install"
+check_python_install build/release
+echo "stage 1 Python wall time: $(seconds_since "$t_python") s"
 echo "stage 1 wall time: $(seconds_since "$STAGE_T0") s"
 
 section "stage 2: clang address+undefined sanitizers, tests + fuzz smoke"

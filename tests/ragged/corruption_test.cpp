@@ -43,7 +43,12 @@ std::vector<std::size_t> cut_points(std::size_t size, bool json) {
 }
 
 // Content hashes walk every node of the leaf; they run on every 8th case to keep the sweep short.
+// The sanitizer stage, there to catch memory errors on the paths the Release stage already
+// checks case by case, reads every other case.
 void run_all(const io::Store& store, const Leaf& leaf, std::size_t n) {
+#ifdef TESSERA_SANITIZED
+  if (n % 2 == 1) return;
+#endif
   for (const std::string& field : leaf.fields) fuzzing::exercise_ragged_reads(store, field, n % 8 == 0);
 }
 

@@ -36,14 +36,36 @@ Values parse_values(const std::string& values) {
   throw UsageError("values must be \"float32\" or \"int32\", got \"" + values + "\"");
 }
 
-// The (indptr, indices, values) arrays of a batch; each owns the batch's vector (no copy).
-py::tuple batch_arrays(cells::SparseBatch&& b) {
-  py::array indptr = to_numpy(std::move(b.indptr));
-  py::array indices = to_numpy(std::move(b.indices));
-  py::array values = b.values == Values::Int32 ? py::array(to_numpy(std::move(b.values_int32)))
-                                               : py::array(to_numpy(std::move(b.values_float32)));
-  return py::make_tuple(indptr, indices, values);
-}
+// Recycled batch buffers of one dataset (see VectorPool): a batch's vectors come from here and
+// return when Python drops the arrays, so a training loop reuses two or three batches' memory.
+struct BatchPools {
+  std::shared_ptr<VectorPool<std::int64_t>> int64 = std::make_shared<VectorPool<std::int64_t>>(6);  // cells, indptr
+  std::shared_ptr<VectorPool<std::int32_t>> int32 = std::make_shared<VectorPool<std::int32_t>>(6);  // indices, int32 values
+  std::shared_ptr<VectorPool<float>> float32 = std::make_shared<VectorPool<float>>(3);
+
+  // A batch whose vectors are pooled ones (capacity kept), ready for get_batch(…, SparseBatch&).
+  cells::SparseBatch take(Values values) {
+    cells::SparseBatch b;
+    b.indptr = int64->take();
+    b.indices = int32->take();
+    if (values == Values::Int32) b.values_int32 = int32->take();
+    else b.values_float32 = float32->take();
+    return b;
+  }
+  // The (indptr, indices, values) arrays of a batch; each owns one of its vectors (no copy).
+  py::tuple lend(cells::SparseBatch&& b) {
+    py::array indptr = int64->lend(std::move(b.indptr));
+    py::array indices = int32->lend(std::move(b.indices));
+    py::array values = b.values == Values::Int32 ? py::array(int32->lend(std::move(b.values_int32)))
+                                                 : py::array(float32->lend(std::move(b.values_float32)));
+    return py::make_tuple(indptr, indices, values);
+  }
+  void clear() {
+    int64->clear();
+    int32->clear();
+    float32->clear();
+  }
+};
 
 // Non-negative indices (tiles) as uint64; UsageError naming `what` for a negative one.
 std::vector<std::uint64_t> as_unsigned(const std::vector<std::int64_t>& values, const char* what) {
@@ -176,13 +198,13 @@ class PyCellsDataset {
   py::tuple get_batch(const py::handle& cells, const std::string& values) {
     const auto c = as_index_vector(cells);
     const Values v = parse_values(values);
-    cells::SparseBatch batch;
+    cells::SparseBatch batch = pools_.take(v);
     {
       py::gil_scoped_release release;
       const auto lock = open_lock();
-      batch = ds_->get_batch(c, v);
+      ds_->get_batch(c, v, batch);
     }
-    return batch_arrays(std::move(batch));
+    return pools_.lend(std::move(batch));
   }
 
   py::dict stats() const {
@@ -204,11 +226,13 @@ class PyCellsDataset {
     if (closed_) return;
     closed_ = true;
     ds_->close();
+    pools_.clear();
   }
 
   // For the epoch iterator and the obs store (callers hold open_lock()).
   Dataset& dataset() { return *ds_; }
   std::shared_ptr<Dataset> shared() { return ds_; }
+  BatchPools& pools() { return pools_; }
   // A shared lock that keeps the dataset open; UsageError once closed. Take it without the GIL.
   std::shared_lock<std::shared_mutex> open_lock() const {
     std::shared_lock lock(mutex_);
@@ -228,6 +252,7 @@ class PyCellsDataset {
   mutable std::shared_mutex mutex_;
   std::mutex lazy_mutex_;  // var_names / gene_order load lazily
   std::atomic<bool> closed_{false};
+  BatchPools pools_;
 };
 
 // One (rank, worker) pair's epochs. The Python object keeps the dataset object alive
@@ -249,6 +274,7 @@ class PyEpochIterator {
     o.num_workers = num_workers;
     o.even_batches = even_batches;
     o.values = parse_values(values);
+    values_ = o.values;
     o.decode_ahead = decode_ahead;
     py::gil_scoped_release release;
     const auto lock = ds_.open_lock();
@@ -279,18 +305,26 @@ class PyEpochIterator {
     return to_numpy(std::move(t));
   }
 
-  // None at the end of the epoch, else (cells, indptr, indices, values).
+  // None at the end of the epoch, else (cells, indptr, indices, values), in pooled buffers.
   py::object next() {
-    std::optional<cells::EpochBatch> b;
+    auto& pools = ds_.pools();
+    cells::EpochBatch b;
+    b.cells = pools.int64->take();
+    b.batch = pools.take(values_);
+    bool more = false;
     {
       py::gil_scoped_release release;
       std::lock_guard guard(mutex_);
       const auto lock = ds_.open_lock();
-      b = it_->next();
+      more = it_->next(b);
     }
-    if (!b) return py::none();
-    py::array cells = to_numpy(std::move(b->cells));
-    py::tuple arrays = batch_arrays(std::move(b->batch));
+    if (!more) {  // the buffers go back unused
+      pools.int64->give(std::move(b.cells));
+      pools.lend(std::move(b.batch));
+      return py::none();
+    }
+    py::array cells = pools.int64->lend(std::move(b.cells));
+    py::tuple arrays = pools.lend(std::move(b.batch));
     return py::make_tuple(cells, arrays[0], arrays[1], arrays[2]);
   }
 
@@ -299,6 +333,7 @@ class PyEpochIterator {
   std::optional<cells::EpochIterator> it_;
   std::mutex mutex_;
   std::uint64_t epoch_ = 0;
+  Values values_ = Values::Float32;
 };
 
 // The obs store of a dataset with a cache root. Library warnings (columns localized inside a

@@ -224,6 +224,28 @@ def test_raw_arrays_own_library_buffers(small):
             assert type(a).__name__ == "PyCapsule"
 
 
+def test_dropped_batch_buffers_are_reused_and_live_ones_never_are(converted):
+    """Batch vectors return to a pool when Python drops their arrays and the next batch reuses
+    them (no fresh mapping per batch); a batch still alive is never written by a later one."""
+    with open_converted(converted) as ds:
+        first = [ds.get_batch(range(0, 40), format="raw") for _ in range(3)]
+        want = [tuple(a.copy() for a in arrays) for arrays in first]
+        for cells in (range(50, 90), range(5, 45), range(90, 100)):  # later batches while all three live
+            ds.get_batch(cells, format="raw")
+        for arrays, copies in zip(first, want):
+            for a, b in zip(arrays, copies):
+                np.testing.assert_array_equal(a, b)
+        addresses = {a.ctypes.data for arrays in first for a in arrays}
+        del first, arrays
+        reused = ds.get_batch(range(0, 40), format="raw")
+        assert {a.ctypes.data for a in reused} <= addresses  # pooled buffers came back
+        for a, b in zip(reused, want[0]):
+            np.testing.assert_array_equal(a, b)
+        # The epoch iterator lends from the same pools.
+        seen = [next(iter(ds.epoch(16, seed=1, format="raw")))[1] for _ in range(2)]
+        assert seen[0][0].ctypes.data != seen[1][0].ctypes.data
+
+
 def test_errors_map_to_tessera_types(small):
     with tessera.cells.open(small) as ds:
         with pytest.raises(tessera.UsageError, match=r"cell 10 outside the valid range \[0, 10\)") as e:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A short tour of tessera: builds the CLI (Release, build/release), then in a fresh temporary
-# folder
+# A short tour of tessera: builds the CLI and the Python package (Release, build/release), then
+# in a fresh temporary folder
 #   - synthesizes a four-dataset .tet file, prints its description, verifies it in depth,
 #     exports a strided selection of one dataset to .npy and reads that back with numpy, and
 #     queries it (a partial mean, a median that spills under a small memory budget);
@@ -11,15 +11,16 @@
 #     verifies it, decodes one cell, casts the digests to tensors (.npy, read back with numpy)
 #     and draws a heatmap PNG, and prints the content hashes;
 #   - builds a hive from 20,000 generated point observations (`ragged build`: t-digests with
-#     location and time companions, dense statistics) and reads it back (verify, a cell, hashes).
+#     location and time companions, dense statistics) and reads it back (verify, a cell, hashes);
+#   - reads the same .tet file, cells dataset and leaf from Python (`import tessera`).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$ROOT"
 
 "$ROOT/scripts/bootstrap.sh"
-section "build tessera (Release)"
+section "build tessera and its Python package (Release)"
 configure_release >/dev/null
-cmake --build build/release -j"$JOBS" --target tessera
+cmake --build build/release -j"$JOBS" --target tessera _tessera
 tessera_bin="$ROOT/build/release/tessera"
 
 demo_dir="$(mktemp -d "${TMPDIR:-/tmp}/tessera-demo.XXXXXX")"
@@ -174,6 +175,45 @@ for index in $(seq 0 7 4095); do
 done
 tessera ragged cell "$built_leaf" 14/h_tdigest "$index" --companions | head -n 12; echo "    …"
 tessera ragged hashes "$built_leaf" --verify
+
+section "the same data from Python: tessera.tet, tessera.cells, tessera.ragged"
+# The package assembled in the build tree; `pip install ./python` installs the same (docs/python.md).
+PYTHONPATH="$ROOT/build/release/python" /usr/bin/python3 - "$leaf" <<'PY'
+import sys
+import numpy as np
+import tessera
+
+f = tessera.tet.open("demo.tet")
+t = f["temperature"]
+print(">>> f = tessera.tet.open('demo.tet'); t = f['temperature']")
+print(t)
+print(">>> t[0, ::60, ::120]                      # numpy; only the touched chunks are decoded")
+print(t[0, ::60, ::120].round(3))
+mask = f["mask"]
+print(">>> f['mask'].is_view((slice(0, 90), slice(0, 90)))   # one raw chunk: a view of the mapped file")
+print(mask.is_view((slice(0, 90), slice(0, 90))))
+r = f.query({"dataset": "temperature", "mean": [1, 2]})
+print(">>> f.query({'dataset': 'temperature', 'mean': [1, 2]})['execution']['operation_reduced_mean'][:4]")
+print(r["execution"]["operation_reduced_mean"][:4])
+
+ds = tessera.cells.open("cells_ds", cache_dir="obs_cache")
+print(">>> ds = tessera.cells.open('cells_ds'); x = ds.get_batch([5, 17, 17, 2999])")
+x = ds.get_batch([5, 17, 17, 2999])
+print(repr(x))
+print(">>> ds.obs.take([5, 17, 2999], ['cell_type', 'donor', 'n_counts'])")
+print(ds.obs.take([5, 17, 2999], ["cell_type", "donor", "n_counts"]))
+ds.close()
+
+leaf = tessera.ragged.open(sys.argv[1])
+print(">>> leaf = tessera.ragged.open(LEAF)")
+cells = [c for c in range(0, 4096, 7) if len(leaf.read_cell("15/h_tdigest", c))]
+print(f">>> leaf.read_cell('15/h_tdigest', {cells[0]})[:3]      # (mean, weight) centroids")
+print(leaf.read_cell("15/h_tdigest", cells[0])[:3])
+tensor, mask, (offset, gain), morton = next(iter(leaf.read_tensors("15/h_tdigest", n_bins=64)))
+print(">>> tensor, mask, (offset, gain), morton = next(leaf.read_tensors('15/h_tdigest', n_bins=64))")
+print("tensor", tensor.shape, tensor.dtype, "| populated cells:", int((mask == 2).sum()),
+      f"| bins from {offset:.3f} by {gain:.4f} | block {morton}")
+PY
 
 section "done"
 echo "files are in $demo_dir"

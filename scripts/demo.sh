@@ -34,7 +34,7 @@ tessera() {
   for arg in "$@"; do
     if [[ "$arg" =~ ^[A-Za-z0-9_./:=,+-]+$ ]]; then line+=" $arg"; else line+=" '$arg'"; fi
   done
-  echo "$line"
+  echo "$line" >&2  # to stderr: a command whose output is redirected to a file still shows
   "$tessera_bin" "$@"
 }
 
@@ -107,9 +107,10 @@ tessera cells info cells_ds --cache-dir obs_cache
 tessera verify cells_ds
 tessera cells obs info cells_ds --cache-dir obs_cache
 tessera cells obs localize cells_ds --columns cell_type,donor,n_counts --cache-dir obs_cache
+# (awk reads to the end: a reader that stops early would break the pipe under pipefail)
 echo "# the first three T cells of donor-2 among cells 0..2999 (obs from the local Arrow cache):"
 tessera cells get cells_ds 0:3000 --obs cell_type,donor,n_counts --cache-dir obs_cache |
-  awk -F'\t' '$3 == "cell_type=T cell" && $4 == "donor=donor-2"' | head -n 3 | cut -c1-120
+  awk -F'\t' '$3 == "cell_type=T cell" && $4 == "donor=donor-2" && n++ < 3' | cut -c1-120
 
 section "synthesize a morton-hive store: t-digests per HEALPix cell (order 15, 4096 cells)"
 tessera ragged synth hive --cell-order 15 --shard-order 9 --chunk-order 12 --populated 0.3 \
@@ -212,7 +213,7 @@ print(leaf.read_cell("15/h_tdigest", cells[0])[:3])
 tensor, mask, (offset, gain), morton = next(iter(leaf.read_tensors("15/h_tdigest", n_bins=64)))
 print(">>> tensor, mask, (offset, gain), morton = next(leaf.read_tensors('15/h_tdigest', n_bins=64))")
 print("tensor", tensor.shape, tensor.dtype, "| populated cells:", int((mask == 2).sum()),
-      f"| bins from {offset:.3f} by {gain:.4f} | block {morton}")
+      f"| bins from {offset:.3f} by {gain:.4f} | block {tessera.ragged.to_decimal(morton)}")
 PY
 
 section "done"

@@ -34,6 +34,21 @@ def median_ratio(pairs):
     return statistics.median(a / b for a, b in pairs)
 
 
+def side_by_side(label: str, python_rate, cli_rate, repeat: int, show, target: float) -> None:
+    """Runs each side once untimed (page cache, mappings, imports, pools), then `repeat` rounds
+    alternating which side goes first, so neither always inherits the other's warm state."""
+    python_rate(), cli_rate()
+    pairs = []
+    for r in range(repeat):
+        if r % 2:
+            cli, py = cli_rate(), python_rate()
+        else:
+            py, cli = python_rate(), cli_rate()
+        pairs.append((py, cli))
+        print(f"{label:6} round {r + 1}: {show(py, cli)}, ratio {py / cli:.3f}")
+    print(f"{label:6} median python/CLI: {median_ratio(pairs):.3f}  (target >= {target:.2f})")
+
+
 def bench_cells(dataset: pathlib.Path, batches: int, repeat: int) -> None:
     import torch  # noqa: F401  (imported here so the timing excludes it)
     from tessera.cells import TorchDataset
@@ -55,17 +70,8 @@ def bench_cells(dataset: pathlib.Path, batches: int, repeat: int) -> None:
                              text=True).stdout
         return json.loads(out)["cells_per_second"]
 
-    python_rate(), cli_rate()  # warm-up: page cache, imports, first-touch of the pools
-    pairs = []
-    for r in range(repeat):
-        # Alternate which side runs first, so neither always inherits the other's warm state.
-        if r % 2:
-            cli, py = cli_rate(), python_rate()
-        else:
-            py, cli = python_rate(), cli_rate()
-        pairs.append((py, cli))
-        print(f"cells  round {r + 1}: python {py:,.0f} cells/s, CLI {cli:,.0f} cells/s, ratio {py / cli:.3f}")
-    print(f"cells  median python/CLI: {median_ratio(pairs):.3f}  (target >= 0.90)")
+    side_by_side("cells", python_rate, cli_rate, repeat,
+                 lambda py, cli: f"python {py:,.0f} cells/s, CLI {cli:,.0f} cells/s", 0.90)
 
 
 def bench_tet(data_dir: pathlib.Path, gib: float, repeat: int) -> None:
@@ -76,6 +82,7 @@ def bench_tet(data_dir: pathlib.Path, gib: float, repeat: int) -> None:
     ds = tessera.tet.open(path)["v"]
     shm = pathlib.Path("/dev/shm") if pathlib.Path("/dev/shm").is_dir() else pathlib.Path(tempfile.gettempdir())
     out = shm / "tessera-bench-cat.npy"
+
     def python_rate():
         t0 = time.perf_counter()
         a = ds[...]
@@ -88,16 +95,8 @@ def bench_tet(data_dir: pathlib.Path, gib: float, repeat: int) -> None:
         out.unlink()
         return rate
 
-    python_rate(), cli_rate()  # warm-up: the file's pages in the page cache and in this mapping
-    pairs = []
-    for r in range(repeat):
-        if r % 2:
-            cli, py = cli_rate(), python_rate()
-        else:
-            py, cli = python_rate(), cli_rate()
-        pairs.append((py, cli))
-        print(f"tet    round {r + 1}: ds[...] {py / 1e9:.2f} GB/s, CLI cat {cli / 1e9:.2f} GB/s, ratio {py / cli:.3f}")
-    print(f"tet    median python/CLI: {median_ratio(pairs):.3f}  (target >= 0.80)")
+    side_by_side("tet", python_rate, cli_rate, repeat,
+                 lambda py, cli: f"ds[...] {py / 1e9:.2f} GB/s, CLI cat {cli / 1e9:.2f} GB/s", 0.80)
 
 
 def bench_gil(dataset: pathlib.Path, tiles_per_thread: int, repeat: int) -> None:

@@ -299,36 +299,13 @@ class PyRaggedField {
   const std::shared_ptr<const RaggedField>& field() const { return field_; }
 
   py::list read_raw_values(std::optional<std::uint64_t> subtree, unsigned threads) const {
-    WarningCollector warnings;
-    std::vector<ragged::CellValues> cells;
-    {
-      py::gil_scoped_release release;
-      cells = f().read_raw_values(sweep(subtree, threads, warnings));
-    }
-    warnings.issue();
-    return cell_tuples(std::move(cells), &ragged::CellValues::values);
+    return sweep_cells(&RaggedField::read_raw_values, &ragged::CellValues::values, subtree, threads);
   }
-
   py::list read_locations(std::optional<std::uint64_t> subtree, unsigned threads) const {
-    WarningCollector warnings;
-    std::vector<ragged::CellWords> cells;
-    {
-      py::gil_scoped_release release;
-      cells = f().read_locations(sweep(subtree, threads, warnings));
-    }
-    warnings.issue();
-    return cell_tuples(std::move(cells), &ragged::CellWords::words);
+    return sweep_cells(&RaggedField::read_locations, &ragged::CellWords::words, subtree, threads);
   }
-
   py::list read_times(std::optional<std::uint64_t> subtree, unsigned threads) const {
-    WarningCollector warnings;
-    std::vector<ragged::CellWords> cells;
-    {
-      py::gil_scoped_release release;
-      cells = f().read_times(sweep(subtree, threads, warnings));
-    }
-    warnings.issue();
-    return cell_tuples(std::move(cells), &ragged::CellWords::words);
+    return sweep_cells(&RaggedField::read_times, &ragged::CellWords::words, subtree, threads);
   }
 
   std::uint64_t cell_index(std::uint64_t chunk_id, std::int64_t row, std::int64_t col) const {
@@ -356,6 +333,20 @@ class PyRaggedField {
   }
 
  private:
+  // One per-cell sweep (raw values, locations or times) without the GIL, warnings re-issued after.
+  template <typename Cell, typename Values>
+  py::list sweep_cells(std::vector<Cell> (RaggedField::*read)(const ragged::SweepOptions&) const,
+                       Values Cell::*member, std::optional<std::uint64_t> subtree, unsigned threads) const {
+    WarningCollector warnings;
+    std::vector<Cell> cells;
+    {
+      py::gil_scoped_release release;
+      cells = (f().*read)(sweep(subtree, threads, warnings));
+    }
+    warnings.issue();
+    return cell_tuples(std::move(cells), member);
+  }
+
   static ragged::SweepOptions sweep(std::optional<std::uint64_t> subtree, unsigned threads, WarningCollector& warnings) {
     ragged::SweepOptions o;
     o.subtree = subtree;

@@ -7,14 +7,11 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include <exception>
 #include <type_traits>
 #include <vector>
 
+#include "decode_kernels.hpp"
 #include "exception_frame.hpp"
 #include "rules.hpp"
 #include "tessera/cells/tile.hpp"
@@ -30,109 +27,6 @@ namespace {
 std::span<const std::byte> frame_bytes(const Tile& tile, const FrameRef& f) {
   return tile.bytes().subspan(static_cast<std::size_t>(f.off), static_cast<std::size_t>(f.len));
 }
-
-// The gene indices of one cell without gap exceptions, positions [s, end) of the planes: the
-// running sum of the stored gaps, un-planed and summed in the same pass. The scalar sum is a
-// chain of dependent 64-bit adds, about as slow as zstd itself per byte; with SSE2 eight gaps at
-// a time are summed in 32-bit lanes (two in-register prefix sums and a carried total). Lanes
-// could wrap past 2^32, so the exact 64-bit total of the gaps is summed beside them (psadbw):
-// true means every gap after the first is nonzero and the last index is below n_genes (hence
-// no lane wrapped, as indices only grow); false leaves idx unspecified for the exact walk.
-// With `Stream` the eight indices are written with aligned non-temporal stores (see kStreamNnz).
-template <bool Stream>
-bool cell_genes_fast(const std::uint8_t* lo, const std::uint8_t* hi, std::uint64_t s, std::uint64_t end,
-                     std::int32_t* idx, std::uint64_t n_genes) noexcept {
-  std::uint32_t gene = lo[s] | (std::uint32_t{hi[s]} << 8);
-  std::uint64_t total = gene;
-  idx[s] = static_cast<std::int32_t>(gene);
-  std::uint64_t j = s + 1;
-  std::uint32_t zero = 0;
-  const auto step = [&] {
-    const std::uint32_t gap = lo[j] | (std::uint32_t{hi[j]} << 8);
-    zero |= static_cast<std::uint32_t>(gap == 0);
-    gene += gap;
-    total += gap;
-    idx[j++] = static_cast<std::int32_t>(gene);
-  };
-#if defined(__SSE2__)
-  if constexpr (Stream)
-    while (j < end && reinterpret_cast<std::uintptr_t>(idx + j) % 16 != 0) step();
-  const __m128i z = _mm_setzero_si128();
-  __m128i carry = _mm_set1_epi32(static_cast<int>(gene));
-  __m128i zeros = z, sums = z;  // sums: 64-bit lanes, the low bytes' and the high bytes' totals
-  for (; j + 8 <= end; j += 8) {
-    const __m128i l = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(lo + j));
-    const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(hi + j));
-    sums = _mm_add_epi64(sums, _mm_sad_epu8(_mm_unpacklo_epi64(l, h), z));
-    const __m128i g = _mm_unpacklo_epi8(l, h);  // eight u16 gaps
-    zeros = _mm_or_si128(zeros, _mm_cmpeq_epi16(g, z));
-    __m128i a = _mm_unpacklo_epi16(g, z), b = _mm_unpackhi_epi16(g, z);
-    a = _mm_add_epi32(a, _mm_slli_si128(a, 4));
-    b = _mm_add_epi32(b, _mm_slli_si128(b, 4));
-    a = _mm_add_epi32(a, _mm_slli_si128(a, 8));
-    b = _mm_add_epi32(b, _mm_slli_si128(b, 8));
-    a = _mm_add_epi32(a, carry);
-    carry = _mm_shuffle_epi32(a, 0xFF);
-    b = _mm_add_epi32(b, carry);
-    carry = _mm_shuffle_epi32(b, 0xFF);
-    if constexpr (Stream) {
-      _mm_stream_si128(reinterpret_cast<__m128i*>(idx + j), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(idx + j + 4), b);
-    } else {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(idx + j), a);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(idx + j + 4), b);
-    }
-  }
-  gene = static_cast<std::uint32_t>(_mm_cvtsi128_si32(carry));
-  zero |= static_cast<std::uint32_t>(_mm_movemask_epi8(zeros));
-  alignas(16) std::uint64_t lanes[2];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), sums);
-  total += lanes[0] + (lanes[1] << 8);
-#endif
-  while (j < end) step();
-  return zero == 0 && total < n_genes;
-}
-
-// The counts of a chunk: val[j] = vlo[j] | vhi[j] << 8 for j < n; true when one is 0 (T21).
-template <bool Stream, typename V>
-bool chunk_values(const std::uint8_t* vlo, const std::uint8_t* vhi, std::uint64_t n, V* val) noexcept {
-  std::uint32_t zero = 0;
-  std::uint64_t j = 0;
-  const auto step = [&] {
-    const std::uint32_t v = vlo[j] | (std::uint32_t{vhi[j]} << 8);
-    zero |= static_cast<std::uint32_t>(v == 0);
-    val[j++] = static_cast<V>(v);
-  };
-#if defined(__SSE2__)
-  if constexpr (Stream) {
-    while (j < n && reinterpret_cast<std::uintptr_t>(val + j) % 16 != 0) step();
-    const __m128i z = _mm_setzero_si128();
-    __m128i zeros = z;
-    for (; j + 8 <= n; j += 8) {
-      const __m128i g = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(vlo + j)),
-                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(vhi + j)));
-      zeros = _mm_or_si128(zeros, _mm_cmpeq_epi16(g, z));
-      const __m128i a = _mm_unpacklo_epi16(g, z), b = _mm_unpackhi_epi16(g, z);
-      if constexpr (std::is_same_v<V, float>) {
-        _mm_stream_ps(val + j, _mm_cvtepi32_ps(a));
-        _mm_stream_ps(val + j + 4, _mm_cvtepi32_ps(b));
-      } else {
-        _mm_stream_si128(reinterpret_cast<__m128i*>(val + j), a);
-        _mm_stream_si128(reinterpret_cast<__m128i*>(val + j + 4), b);
-      }
-    }
-    zero |= static_cast<std::uint32_t>(_mm_movemask_epi8(zeros));
-  }
-#endif
-  while (j < n) step();  // the compiler vectorizes this loop itself
-  return zero != 0;
-}
-
-// Chunks of at least this many nonzeros write their output (8 bytes per nonzero, far more than
-// the caches for a real tile) with non-temporal stores: the output lines are not read in before
-// they are overwritten, which saves a third of the memory traffic of un-planing. Small chunks,
-// whose output stays in cache, use ordinary stores.
-constexpr std::uint64_t kStreamNnz = std::uint64_t{1} << 16;
 
 }  // namespace
 
@@ -166,7 +60,7 @@ void Tile::decode_one(std::size_t k, std::int32_t* indices, V* values) const {
   const auto* glo = reinterpret_cast<const std::uint8_t*>(gaps);
   const auto* ghi = glo + n;
   const std::uint64_t n_genes = header_.n_genes;
-  const bool stream = n >= kStreamNnz;
+  const bool stream = n >= detail::kStreamNnz;
 
   // The gene pass runs while the gaps planes are still in cache, before the vals frame is
   // decompressed. Its errors and the exception frames' are held back until that frame has been
@@ -209,8 +103,7 @@ void Tile::decode_one(std::size_t k, std::int32_t* indices, V* values) const {
           idx[j] = static_cast<std::int32_t>(gene);
           if (gene >= n_genes) break;  // reported below; keeps later sums small
         }
-      } else if (stream ? cell_genes_fast<true>(glo, ghi, s, end, idx, n_genes)
-                        : cell_genes_fast<false>(glo, ghi, s, end, idx, n_genes)) {
+      } else if (detail::cell_genes(glo, ghi, s, end, idx, n_genes, stream)) {
         continue;  // valid: nothing to report
       } else {
         // A repeated gene or an index past n_genes: the exact walk finds which, for the message.
@@ -240,7 +133,7 @@ void Tile::decode_one(std::size_t k, std::int32_t* indices, V* values) const {
   const auto* vhi = vlo + n;
 
   // Counts.
-  const bool zero = stream ? chunk_values<true>(vlo, vhi, n, val) : chunk_values<false>(vlo, vhi, n, val);
+  const bool zero = detail::chunk_values(vlo, vhi, n, val, stream);
 #if defined(__SSE2__)
   // Streamed stores are weakly ordered: fence them before the exception fix-ups below overwrite
   // some of them and before another thread reads the output.

@@ -1,0 +1,171 @@
+// The tile decoder's inner loops (src/cells/decode_kernels.hpp) against a scalar reference: every
+// form (SSE2 with and without streaming stores, AVX2 where the CPU has it) gives the reference's
+// gene indices and counts, and the same verdict on zero gaps, indices past n_genes and zero
+// counts, wherever in a cell the fault sits (prologue, vector body or tail). A large encoded
+// tile then round-trips through Tile::decode, whose chunks are big enough for the streamed forms.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "cells/decode_kernels.hpp"
+#include "tessera/cells/tile.hpp"
+#include "tessera/cells/tile_encoder.hpp"
+
+namespace tessera::cells {
+namespace {
+
+// Streamed stores are weakly ordered: fence them before reading the output back.
+void fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+struct Planes {
+  std::vector<std::uint8_t> lo, hi;
+  void push(std::uint32_t v) {
+    lo.push_back(static_cast<std::uint8_t>(v));
+    hi.push_back(static_cast<std::uint8_t>(v >> 8));
+  }
+  std::uint32_t at(std::size_t j) const { return lo[j] | (std::uint32_t{hi[j]} << 8); }
+};
+
+// The reference: the exact running sum, valid when no gap after the first is 0 and the last index
+// is below n_genes.
+bool reference_genes(const Planes& p, std::uint64_t s, std::uint64_t end, std::vector<std::int64_t>& out,
+                     std::uint64_t n_genes) {
+  std::uint64_t gene = 0;
+  bool ok = true;
+  for (std::uint64_t j = s; j < end; ++j) {
+    const std::uint32_t gap = p.at(j);
+    ok &= j == s || gap != 0;
+    gene += gap;
+    out[j] = static_cast<std::int64_t>(gene);
+  }
+  return ok && gene < n_genes;
+}
+
+using GeneKernel = bool (*)(const std::uint8_t*, const std::uint8_t*, std::uint64_t, std::uint64_t, std::int32_t*,
+                            std::uint64_t);
+
+std::vector<std::pair<const char*, GeneKernel>> gene_kernels() {
+  std::vector<std::pair<const char*, GeneKernel>> k{{"sse2", &detail::cell_genes_sse<false>},
+                                                    {"sse2 streamed", &detail::cell_genes_sse<true>}};
+#if defined(TESSERA_CELLS_AVX2)
+  if (detail::cpu_has_avx2()) k.emplace_back("avx2", &detail::cell_genes_avx2);
+#endif
+  return k;
+}
+
+TEST(DecodeKernels, GeneIndicesAndVerdictsMatchTheReference) {
+  std::mt19937_64 rng(11);
+  // Cell lengths around every boundary of the vector loops, and one long cell.
+  const std::vector<std::uint64_t> lengths{1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000, 5003, 40000};
+  for (const auto len : lengths) {
+    for (int fault = 0; fault < 4; ++fault) {  // none, a zero gap, a huge gap, past n_genes
+      Planes p;
+      const std::uint64_t pad = rng() % 13;  // shifts the output alignment
+      for (std::uint64_t j = 0; j < pad; ++j) p.push(1);
+      for (std::uint64_t j = 0; j < len; ++j) p.push(j == 0 ? rng() % 50 : 1 + rng() % (rng() % 8 == 0 ? 2000 : 20));
+      const std::uint64_t s = pad, end = pad + len;
+      const std::uint64_t at = s + 1 + (len > 1 ? rng() % (len - 1) : 0);
+      if (fault == 1 && len > 1) p.lo[at] = p.hi[at] = 0;
+      if (fault == 2 && len > 1) p.lo[at] = p.hi[at] = 0xFF;
+      std::vector<std::int64_t> want(end);
+      reference_genes(p, s, end, want, std::uint64_t{1} << 40);
+      const std::uint64_t n_genes = fault == 3 ? static_cast<std::uint64_t>(want[end - 1]) : std::uint64_t{1} << 31;
+      const bool ref_ok = reference_genes(p, s, end, want, n_genes);
+      for (const auto& [name, kernel] : gene_kernels()) {
+        SCOPED_TRACE(std::string(name) + " length " + std::to_string(len) + " fault " + std::to_string(fault));
+        std::vector<std::int32_t> got(end + 8, -1);
+        const bool ok = kernel(p.lo.data(), p.hi.data(), s, end, got.data(), n_genes);
+        fence();
+        EXPECT_EQ(ok, ref_ok);
+        if (ref_ok) {
+          for (std::uint64_t j = s; j < end; ++j) ASSERT_EQ(got[j], want[j]) << "position " << j;
+        }
+      }
+    }
+  }
+}
+
+template <typename V>
+void check_values() {
+  std::mt19937_64 rng(5);
+  for (const std::uint64_t n : {1u, 15u, 16u, 17u, 31u, 1000u, 70001u}) {
+    for (int zero_at = -1; zero_at < 3; ++zero_at) {
+      Planes p;
+      for (std::uint64_t j = 0; j < n; ++j) p.push(1 + rng() % (rng() % 10 == 0 ? 65535 : 30));
+      std::uint64_t at = 0;
+      if (zero_at >= 0) {
+        at = zero_at == 0 ? 0 : zero_at == 1 ? n / 2 : n - 1;
+        p.lo[at] = p.hi[at] = 0;
+      }
+      for (const bool stream : {false, true}) {
+        for (const bool avx2 : {false, true}) {
+#if defined(TESSERA_CELLS_AVX2)
+          if (avx2 && !detail::cpu_has_avx2()) continue;
+#else
+          if (avx2) continue;
+#endif
+          if (avx2 && !stream) continue;
+          SCOPED_TRACE("n " + std::to_string(n) + " zero at " + std::to_string(zero_at) + (stream ? " streamed" : "") +
+                       (avx2 ? " avx2" : ""));
+          std::vector<V> got(n + 8);
+          for (std::size_t offset = 0; offset < 3; ++offset) {  // misaligned starts
+            bool zero = false;
+#if defined(TESSERA_CELLS_AVX2)
+            if (avx2)
+              zero = detail::chunk_values_avx2(p.lo.data(), p.hi.data(), n, got.data() + offset);
+            else
+#endif
+              zero = stream ? detail::chunk_values_sse<true>(p.lo.data(), p.hi.data(), n, got.data() + offset)
+                            : detail::chunk_values_sse<false>(p.lo.data(), p.hi.data(), n, got.data() + offset);
+            fence();
+            EXPECT_EQ(zero, zero_at >= 0);
+            for (std::uint64_t j = 0; j < n; ++j) ASSERT_EQ(got[offset + j], static_cast<V>(p.at(j))) << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(DecodeKernels, CountsMatchTheReferenceInt32) { check_values<std::int32_t>(); }
+TEST(DecodeKernels, CountsMatchTheReferenceFloat) { check_values<float>(); }
+
+// A tile whose chunks exceed the streaming threshold, with cells long enough for the vector
+// bodies, one cell above the AVX2 length limit and counts that need exceptions.
+TEST(DecodeKernels, LargeTileRoundTripsThroughTheStreamedPath) {
+  std::mt19937_64 rng(3);
+  const std::uint64_t n_genes = std::uint64_t{1} << 21;
+  std::vector<std::int64_t> indptr{0};
+  std::vector<std::uint32_t> genes, counts;
+  for (int cell = 0; cell < 80; ++cell) {
+    const std::uint64_t want = cell == 7 ? 70000 : cell % 9 == 0 ? 0 : 1 + rng() % 6000;
+    std::uint64_t g = rng() % 3;
+    for (std::uint64_t k = 0; k < want && g < n_genes; ++k) {
+      genes.push_back(static_cast<std::uint32_t>(g));
+      counts.push_back(rng() % 500 == 0 ? 70000 + static_cast<std::uint32_t>(rng() % 1000) : 1 + rng() % 40);
+      g += 1 + (rng() % 2000 == 0 ? 65000 + rng() % 5000 : rng() % 3);  // rare gap exceptions
+    }
+    indptr.push_back(static_cast<std::int64_t>(genes.size()));
+  }
+  ASSERT_GE(genes.size() / 2, detail::kStreamNnz);
+  const Tile t = Tile::parse(encode_tile({indptr, genes, counts, n_genes}, {.version = 2, .level = 1, .n_chunks = 2}),
+                             "big.dct");
+  for (const unsigned threads : {1u, 2u}) {
+    std::vector<std::int32_t> idx(t.nnz()), val(t.nnz());
+    std::vector<float> fval(t.nnz());
+    t.decode(idx, val, {.threads = threads});
+    t.decode(idx, fval, {.threads = threads});
+    EXPECT_EQ(std::vector<std::uint32_t>(idx.begin(), idx.end()), genes);
+    EXPECT_EQ(std::vector<std::uint32_t>(val.begin(), val.end()), counts);
+    for (std::size_t j = 0; j < counts.size(); ++j) ASSERT_EQ(fval[j], static_cast<float>(counts[j])) << j;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cells

@@ -184,16 +184,29 @@ void Dataset::Impl::decode_into(Decoded& d, std::uint64_t t, const Tile& tile) {
   // decoded nothing is allocated. They are sized from the fetched tile (whose frames were checked
   // to be able to hold its nonzeros), not from the manifest's claims.
   const std::size_t nnz = static_cast<std::size_t>(tile.nnz());
-  if (d.indices.size() < nnz) {
-    d.indices.resize(nnz);
-    d.values.resize(nnz);
-  }
+  d.narrow = options.narrow_tiles && tile.narrow_decodable();
+  const DecodeOptions how{.threads = options.decode_threads > 1 ? 0u : 1u};
+  const auto run = [&] {
+    if (d.narrow) {
+      if (d.genes.size() < nnz) {
+        d.genes.resize(nnz);
+        d.counts.resize(nnz);
+      }
+      tile.decode_narrow({d.genes.data(), nnz}, {d.counts.data(), nnz}, d.wide_counts, how);
+    } else {
+      if (d.indices.size() < nnz) {
+        d.indices.resize(nnz);
+        d.values.resize(nnz);
+      }
+      tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, how);
+    }
+  };
   d.tile = t;
   const auto t0 = std::chrono::steady_clock::now();
   if (options.decode_threads > 1)
-    decode_arena->execute([&] { tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, {.threads = 0}); });
+    decode_arena->execute(run);
   else
-    tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, {.threads = 1});
+    run();
   std::lock_guard lk(cache_mu);
   ++stats.tiles_decoded;
   stats.decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -242,6 +255,45 @@ void copy_row(const std::int32_t* idx, const std::int32_t* val, std::size_t len,
     std::memcpy(out_val, val, len * sizeof(std::int32_t));
   else
     std::transform(val, val + len, out_val, [](std::int32_t v) { return static_cast<V>(v); });
+}
+
+// copy_row for a narrow decoded tile: widens the uint16 genes and counts to int32 and V.
+template <typename V>
+void widen_row(const std::uint16_t* genes, const std::uint16_t* counts, std::size_t len, std::int32_t* out_idx,
+               V* out_val, bool stream) {
+  std::size_t j = 0;
+#if defined(__SSE2__)
+  if (stream) {
+    const auto misaligned = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 != 0; };
+    for (; j < len && (misaligned(out_idx + j) || misaligned(out_val + j)); ++j) {
+      out_idx[j] = genes[j];
+      out_val[j] = static_cast<V>(counts[j]);
+    }
+    if ((reinterpret_cast<std::uintptr_t>(out_idx + j) - reinterpret_cast<std::uintptr_t>(out_val + j)) % 16 == 0) {
+      const __m128i z = _mm_setzero_si128();
+      for (; j + 8 <= len; j += 8) {
+        const __m128i g = _mm_loadu_si128(reinterpret_cast<const __m128i*>(genes + j));
+        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(counts + j));
+        _mm_stream_si128(reinterpret_cast<__m128i*>(out_idx + j), _mm_unpacklo_epi16(g, z));
+        _mm_stream_si128(reinterpret_cast<__m128i*>(out_idx + j + 4), _mm_unpackhi_epi16(g, z));
+        const __m128i c0 = _mm_unpacklo_epi16(c, z), c1 = _mm_unpackhi_epi16(c, z);
+        if constexpr (std::is_same_v<V, float>) {
+          _mm_stream_ps(out_val + j, _mm_cvtepi32_ps(c0));
+          _mm_stream_ps(out_val + j + 4, _mm_cvtepi32_ps(c1));
+        } else {
+          _mm_stream_si128(reinterpret_cast<__m128i*>(out_val + j), c0);
+          _mm_stream_si128(reinterpret_cast<__m128i*>(out_val + j + 4), c1);
+        }
+      }
+    }
+  }
+#else
+  (void)stream;
+#endif
+  for (; j < len; ++j) {  // the compiler vectorizes this loop itself
+    out_idx[j] = genes[j];
+    out_val[j] = static_cast<V>(counts[j]);
+  }
 }
 
 // One batch request in progress: validates the cells, groups them by tile, pins and fetches
@@ -294,15 +346,38 @@ class BatchRequest {
       const auto& d = impl_.decode(plan.tiles[k], *plan.parsed[k]);
       const std::uint64_t start = tile_start(k);
       const auto ip = plan.parsed[k]->indptr();
-      for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
-        const std::size_t i = plan.order[p];
-        const std::uint64_t r = static_cast<std::uint64_t>(cells_[i]) - start;
-        const auto lo = static_cast<std::size_t>(ip[r]);
-        const auto len = static_cast<std::size_t>(ip[r + 1] - ip[r]);
-        const auto dst = static_cast<std::size_t>(indptr_[i]);
-        copy_row<V>(d.indices.data() + lo, d.values.data() + lo, len, out_indices.data() + dst,
-                    out_values.data() + dst, stream);
+      const auto rows = [&](auto&& each_row) {
+        for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
+          const std::size_t i = plan.order[p];
+          const std::uint64_t r = static_cast<std::uint64_t>(cells_[i]) - start;
+          each_row(static_cast<std::size_t>(ip[r]), static_cast<std::size_t>(ip[r + 1] - ip[r]),
+                   static_cast<std::size_t>(indptr_[i]));
+        }
+      };
+      if (!d.narrow) {
+        rows([&](std::size_t lo, std::size_t len, std::size_t dst) {
+          copy_row<V>(d.indices.data() + lo, d.values.data() + lo, len, out_indices.data() + dst,
+                      out_values.data() + dst, stream);
+        });
+        continue;
       }
+      rows([&](std::size_t lo, std::size_t len, std::size_t dst) {
+        widen_row<V>(d.genes.data() + lo, d.counts.data() + lo, len, out_indices.data() + dst,
+                     out_values.data() + dst, stream);
+      });
+      if (d.wide_counts.empty()) continue;
+      // Counts above 65535 were widened as 65535: overwrite them, after fencing the streamed
+      // stores so that these plain ones land last.
+#if defined(__SSE2__)
+      if (stream) _mm_sfence();
+#endif
+      const auto& wide = d.wide_counts;
+      rows([&](std::size_t lo, std::size_t len, std::size_t dst) {
+        auto w = std::lower_bound(wide.begin(), wide.end(), std::uint64_t{lo},
+                                  [](const WideCount& c, std::uint64_t pos) { return c.position < pos; });
+        for (; w != wide.end() && w->position < lo + len; ++w)
+          out_values[dst + (w->position - lo)] = static_cast<V>(w->count);
+      });
     }
 #if defined(__SSE2__)
     if (stream) _mm_sfence();  // the streamed rows are visible to other threads once we return

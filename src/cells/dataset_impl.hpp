@@ -50,9 +50,14 @@ struct Dataset::Impl {
 
   // ---- decoded LRU (guarded by api_mu) ----
   std::mutex api_mu;
+  // A decoded tile in one of two forms: int32 `indices` and `values`, or (narrow, see
+  // OpenOptions::narrow_tiles) uint16 `genes` and `counts` plus the counts above 65535.
   struct Decoded {
     std::uint64_t tile = 0;
+    bool narrow = false;
     std::vector<std::int32_t> indices, values;
+    std::vector<std::uint16_t> genes, counts;
+    std::vector<WideCount> wide_counts;
   };
   std::list<Decoded> decoded;  // front = most recently used
   std::vector<Decoded> free_buffers;

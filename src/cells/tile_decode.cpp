@@ -30,8 +30,8 @@ std::span<const std::byte> frame_bytes(const Tile& tile, const FrameRef& f) {
 
 }  // namespace
 
-template <typename V>
-void Tile::decode_one(std::size_t k, std::int32_t* indices, V* values) const {
+template <typename I, typename V>
+void Tile::decode_one(std::size_t k, I* indices, V* values, std::vector<WideCount>* wide) const {
   const ChunkEntry& e = chunks_[k];
   const std::uint64_t n = e.n();
   const std::string structure = chunk_label(k);
@@ -40,13 +40,14 @@ void Tile::decode_one(std::size_t k, std::int32_t* indices, V* values) const {
   // Both frames must declare exactly 2n bytes before anything is sized from n.
   detail::check_stream_frame(frame_bytes(*this, e.gaps), two_n, name_, structure, "gaps");
   detail::check_stream_frame(frame_bytes(*this, e.vals), two_n, name_, structure, "vals");
-  std::int32_t* idx = indices + e.nnz_lo;
+  I* idx = indices + e.nnz_lo;
   V* val = values + e.nnz_lo;
-  // The gaps planes decompress straight into the upper half of the chunk's own value output (4n
-  // bytes; the gene pass below reads them before the value pass overwrites them), so only the
-  // vals planes need scratch: 2n bytes per thread instead of 4n, and less memory traffic.
-  static_assert(sizeof(V) == 4);
-  std::byte* gaps = reinterpret_cast<std::byte*>(val) + two_n;
+  // The gaps planes decompress straight into the end of the chunk's own value output (4n bytes,
+  // or 2n in the narrow form; the gene pass below reads them before the value pass overwrites
+  // them), so only the vals planes need scratch: 2n bytes per thread instead of 4n, and less
+  // memory traffic.
+  static_assert(sizeof(V) == 4 || sizeof(V) == 2);
+  std::byte* gaps = reinterpret_cast<std::byte*>(val) + (sizeof(V) * n - two_n);
   thread_local std::vector<std::byte> scratch;
   if (scratch.size() < two_n) scratch.resize(two_n);
   std::byte* vals = scratch.data();
@@ -100,7 +101,7 @@ void Tile::decode_one(std::size_t k, std::int32_t* indices, V* values) const {
             gene += payload;
             ++next_g;
           }
-          idx[j] = static_cast<std::int32_t>(gene);
+          idx[j] = static_cast<I>(gene);
           if (gene >= n_genes) break;  // reported below; keeps later sums small
         }
       } else if (detail::cell_genes(glo, ghi, s, end, idx, n_genes, stream)) {
@@ -108,12 +109,12 @@ void Tile::decode_one(std::size_t k, std::int32_t* indices, V* values) const {
       } else {
         // A repeated gene or an index past n_genes: the exact walk finds which, for the message.
         gene = glo[s] | (std::uint32_t{ghi[s]} << 8);
-        idx[s] = static_cast<std::int32_t>(gene);
+        idx[s] = static_cast<I>(gene);
         for (std::uint64_t j = s + 1; j < end; ++j) {
           const std::uint32_t gap = glo[j] | (std::uint32_t{ghi[j]} << 8);
           repeated |= static_cast<std::uint32_t>(gap == 0);
           gene += gap;
-          idx[j] = static_cast<std::int32_t>(gene);
+          idx[j] = static_cast<I>(gene);
         }
       }
       if (repeated)
@@ -155,12 +156,16 @@ void Tile::decode_one(std::size_t k, std::int32_t* indices, V* values) const {
       fail(name_, structure,
            "vexc payload " + std::to_string(payload) + " at position " + std::to_string(pos) + " outside 65536..2147483647",
            "X3");
-    val[pos] = static_cast<V>(payload);
+    if constexpr (sizeof(V) == 2)
+      wide->push_back({e.nnz_lo + pos, payload});  // the narrow output keeps the stored 65535
+    else
+      val[pos] = static_cast<V>(payload);
   }
 }
 
-template <typename V>
-void Tile::decode_all(std::span<std::int32_t> indices, std::span<V> values, const DecodeOptions& options) const {
+template <typename I, typename V>
+void Tile::decode_all(std::span<I> indices, std::span<V> values, std::vector<WideCount>* wide,
+                      const DecodeOptions& options) const {
   if (indices.size() != header_.nnz || values.size() != header_.nnz)
     throw UsageError(name_ + ": decode buffers hold " + std::to_string(indices.size()) + " indices and " +
                          std::to_string(values.size()) + " values; the tile has " + std::to_string(header_.nnz) +
@@ -168,12 +173,15 @@ void Tile::decode_all(std::span<std::int32_t> indices, std::span<V> values, cons
                      name_);
   const std::size_t n_chunks = chunks_.size();
   if (options.threads == 1 || n_chunks < 2) {
-    for (std::size_t k = 0; k < n_chunks; ++k) decode_one<V>(k, indices.data(), values.data());
+    for (std::size_t k = 0; k < n_chunks; ++k) decode_one<I, V>(k, indices.data(), values.data(), wide);
     return;
   }
+  // In parallel each chunk lists its wide counts apart; the lists join in chunk order.
+  std::vector<std::vector<WideCount>> per_chunk(wide ? n_chunks : 0);
   const auto body = [&] {
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n_chunks, 1), [&](const tbb::blocked_range<std::size_t>& r) {
-      for (std::size_t k = r.begin(); k != r.end(); ++k) decode_one<V>(k, indices.data(), values.data());
+      for (std::size_t k = r.begin(); k != r.end(); ++k)
+        decode_one<I, V>(k, indices.data(), values.data(), wide ? &per_chunk[k] : nullptr);
     });
   };
   if (options.threads == 0) {
@@ -182,24 +190,35 @@ void Tile::decode_all(std::span<std::int32_t> indices, std::span<V> values, cons
     tbb::task_arena arena(detail::arena_size(options.threads));
     arena.execute(body);
   }
+  for (const auto& list : per_chunk) wide->insert(wide->end(), list.begin(), list.end());
 }
 
 void Tile::decode(std::span<std::int32_t> indices, std::span<std::int32_t> values, const DecodeOptions& options) const {
-  decode_all<std::int32_t>(indices, values, options);
+  decode_all<std::int32_t, std::int32_t>(indices, values, nullptr, options);
 }
 void Tile::decode(std::span<std::int32_t> indices, std::span<float> values, const DecodeOptions& options) const {
-  decode_all<float>(indices, values, options);
+  decode_all<std::int32_t, float>(indices, values, nullptr, options);
 }
 
 void Tile::decode_chunk(std::size_t k, std::span<std::int32_t> indices, std::span<std::int32_t> values) const {
   if (k >= chunks_.size() || indices.size() < header_.nnz || values.size() < header_.nnz)
     throw UsageError(name_ + ": decode_chunk: chunk or buffer out of range", name_);
-  decode_one<std::int32_t>(k, indices.data(), values.data());
+  decode_one<std::int32_t, std::int32_t>(k, indices.data(), values.data(), nullptr);
 }
 void Tile::decode_chunk(std::size_t k, std::span<std::int32_t> indices, std::span<float> values) const {
   if (k >= chunks_.size() || indices.size() < header_.nnz || values.size() < header_.nnz)
     throw UsageError(name_ + ": decode_chunk: chunk or buffer out of range", name_);
-  decode_one<float>(k, indices.data(), values.data());
+  decode_one<std::int32_t, float>(k, indices.data(), values.data(), nullptr);
+}
+
+void Tile::decode_narrow(std::span<std::uint16_t> genes, std::span<std::uint16_t> counts,
+                         std::vector<WideCount>& wide_counts, const DecodeOptions& options) const {
+  if (!narrow_decodable())
+    throw UsageError(name_ + ": a narrow decode needs at most " + std::to_string(kNarrowMaxGenes) +
+                         " genes; the tile has " + std::to_string(header_.n_genes),
+                     name_);
+  wide_counts.clear();
+  decode_all<std::uint16_t, std::uint16_t>(genes, counts, &wide_counts, options);
 }
 
 }  // namespace tessera::cells

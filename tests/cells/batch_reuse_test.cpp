@@ -1,7 +1,9 @@
 // Buffer-reusing reads: Dataset::get_batch into a reused SparseBatch and EpochIterator::next into
 // a reused EpochBatch give exactly what the value-returning calls give, for random cell lists of
 // growing and shrinking sizes and both value types; an epoch decodes each tile once; and
-// Tile::decode gives the same result into float32 as into int32 (exceptions included).
+// Tile::decode gives the same result into float32 as into int32 (exceptions included). The
+// narrow form of decoded tiles (uint16, OpenOptions::narrow_tiles) gives the source's values,
+// and a dataset reads the same batches with it as without it.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -22,7 +24,8 @@ constexpr std::uint64_t kGenes = 70000;  // above 65,536: large gaps need gap ex
 
 // `cells` cells with 0..max_nnz nonzeros each, some genes far apart and some counts above 65,535,
 // so both kinds of exception frame occur (few enough for the writer's limit of nnz / 200).
-CsrBlock random_matrix(std::uint64_t seed, int cells = 61, int max_nnz = 40) {
+// With n_genes at most 65,536 no gap needs an exception and the tiles decode in narrow form.
+CsrBlock random_matrix(std::uint64_t seed, int cells = 61, int max_nnz = 40, std::uint64_t n_genes = kGenes) {
   std::mt19937_64 rng(seed);
   CsrBlock b;
   std::vector<std::int64_t> values;
@@ -31,12 +34,13 @@ CsrBlock random_matrix(std::uint64_t seed, int cells = 61, int max_nnz = 40) {
     std::int64_t gene = static_cast<std::int64_t>(rng() % 3);
     // One count in big_count and one gap in big_gap needs an exception.
     const std::uint64_t big_count = max_nnz > 100 ? 500 : 17, big_gap = max_nnz > 100 ? 2000 : 29;
-    for (int j = 0; j < n && gene < static_cast<std::int64_t>(kGenes); ++j) {
+    const bool big_gaps = n_genes > Tile::kNarrowMaxGenes;
+    for (int j = 0; j < n && gene < static_cast<std::int64_t>(n_genes); ++j) {
       b.indices.push_back(gene);
       values.push_back(rng() % big_count == 0 ? 65536 + static_cast<std::int64_t>(rng() % 100000)
                                               : 1 + static_cast<std::int64_t>(rng() % 300));
-      gene += rng() % big_gap == 0 ? 66000 + static_cast<std::int64_t>(rng() % 2000)
-                                   : 1 + static_cast<std::int64_t>(rng() % 9);
+      gene += big_gaps && rng() % big_gap == 0 ? 66000 + static_cast<std::int64_t>(rng() % 2000)
+                                               : 1 + static_cast<std::int64_t>(rng() % 9);
     }
     b.indptr.push_back(static_cast<std::int64_t>(b.indices.size()));
   }
@@ -177,6 +181,89 @@ TEST(TileDecode, Float32EqualsInt32WithExceptions) {
       }
     }
   }
+}
+
+// The source matrix's genes and counts as uint32.
+std::pair<std::vector<std::uint32_t>, std::vector<std::uint32_t>> columns(const CsrBlock& m) {
+  const auto& counts64 = std::get<std::vector<std::int64_t>>(m.values);
+  return {std::vector<std::uint32_t>(m.indices.begin(), m.indices.end()),
+          std::vector<std::uint32_t>(counts64.begin(), counts64.end())};
+}
+
+TEST(TileDecode, NarrowFormHoldsTheSourceWithWideCountsApart) {
+  constexpr std::uint64_t kNarrowGenes = Tile::kNarrowMaxGenes;
+  for (const auto& [n_cells, max_nnz, chunks] : {std::tuple{61, 40, 4u}, std::tuple{700, 900, 2u}}) {
+    const CsrBlock m = random_matrix(29, n_cells, max_nnz, kNarrowGenes);
+    const auto [genes, counts] = columns(m);
+    const Tile t = Tile::parse(
+        encode_tile({m.indptr, genes, counts, kNarrowGenes}, {.version = 2, .level = 1, .n_chunks = chunks}), "n.dct");
+    ASSERT_TRUE(t.narrow_decodable());
+    std::vector<WideCount> want_wide;
+    for (std::size_t j = 0; j < counts.size(); ++j)
+      if (counts[j] > 65535) want_wide.push_back({j, counts[j]});
+    ASSERT_FALSE(want_wide.empty());
+    for (const unsigned threads : {1u, 2u}) {
+      std::vector<std::uint16_t> g(t.nnz()), c(t.nnz());
+      std::vector<WideCount> wide{{1, 2}};  // replaced, not appended to
+      t.decode_narrow(g, c, wide, {.threads = threads});
+      EXPECT_EQ(wide, want_wide);
+      for (std::size_t j = 0; j < t.nnz(); ++j) {
+        ASSERT_EQ(g[j], genes[j]) << j;
+        ASSERT_EQ(c[j], std::min<std::uint32_t>(counts[j], 65535)) << j;
+      }
+    }
+  }
+  // One gene more and the indices no longer fit.
+  const CsrBlock m = random_matrix(3, 5, 10, kNarrowGenes + 1);
+  const auto [genes, counts] = columns(m);
+  const Tile t = Tile::parse(encode_tile({m.indptr, genes, counts, kNarrowGenes + 1}, {.version = 2}), "w.dct");
+  EXPECT_FALSE(t.narrow_decodable());
+  std::vector<std::uint16_t> g(t.nnz()), c(t.nnz());
+  std::vector<WideCount> wide;
+  EXPECT_THROW(t.decode_narrow(g, c, wide), UsageError);
+}
+
+TEST(DatasetNarrow, BatchesEqualTheWideFormAndTheSource) {
+  // 2,400 cells of up to 2,000 nonzeros: a batch of all of them (about 2.4 million nonzeros) is
+  // written with streaming stores, and some counts need value exceptions.
+  constexpr std::uint64_t kNarrowGenes = 60000;
+  const CsrBlock m = random_matrix(31, 2400, 2000, kNarrowGenes);
+  const auto [genes, counts] = columns(m);
+  tessera::testing::TempDir tmp;
+  MemoryCsrSource src(kNarrowGenes, m);
+  write_dataset(src, (tmp / "ds").string(), {.tile_size = 700, .n_chunks = 2, .level = 1});
+  auto narrow = Dataset::open((tmp / "ds").string());
+  auto wide = Dataset::open((tmp / "ds").string(), {.narrow_tiles = false});
+  std::mt19937_64 rng(8);
+  std::vector<std::int64_t> all(2400);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(all.size() - 1 - i);
+  for (int round = 0; round < 4; ++round) {
+    std::vector<std::int64_t> cells = all;
+    if (round > 0) {
+      cells.resize(round == 1 ? 900 : 37);
+      for (auto& c : cells) c = static_cast<std::int64_t>(rng() % 2400);
+    }
+    for (const Values v : {Values::Int32, Values::Float32}) {
+      SCOPED_TRACE(::testing::Message() << "round " << round << (v == Values::Int32 ? " int32" : " float32"));
+      const SparseBatch a = narrow->get_batch(cells, v), b = wide->get_batch(cells, v);
+      expect_same(a, b);
+      // Against the source rows themselves.
+      for (std::size_t i = 0; i < cells.size(); ++i) {
+        const auto lo = static_cast<std::size_t>(m.indptr[static_cast<std::size_t>(cells[i])]);
+        for (std::int64_t k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+          const std::size_t src_pos = lo + static_cast<std::size_t>(k - a.indptr[i]);
+          const auto kk = static_cast<std::size_t>(k);
+          ASSERT_EQ(static_cast<std::uint32_t>(a.indices[kk]), genes[src_pos]);
+          if (v == Values::Int32) {
+            ASSERT_EQ(static_cast<std::uint32_t>(a.values_int32[kk]), counts[src_pos]);
+          } else {
+            ASSERT_EQ(a.values_float32[kk], static_cast<float>(counts[src_pos]));
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(narrow->get_batch(all, Values::Int32).nnz() * 8, std::uint64_t{16} << 20);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The tile decoder's inner loops (src/cells/decode_kernels.hpp) against a scalar reference: every
 // form (SSE2 with and without streaming stores, AVX2 where the CPU has it) gives the reference's
 // gene indices and counts, and the same verdict on zero gaps, indices past n_genes and zero
-// counts, wherever in a cell the fault sits (prologue, vector body or tail). A large encoded
+// counts, wherever in a cell the fault sits (prologue, vector body or tail); the same for the
+// narrow (uint16) forms, whose 16-bit sums must not hide a total past 65,535. A large encoded
 // tile then round-trips through Tile::decode, whose chunks are big enough for the streamed forms.
 #include <gtest/gtest.h>
 
@@ -127,6 +128,71 @@ void check_values() {
             EXPECT_EQ(zero, zero_at >= 0);
             for (std::uint64_t j = 0; j < n; ++j) ASSERT_EQ(got[offset + j], static_cast<V>(p.at(j))) << j;
           }
+        }
+      }
+    }
+  }
+}
+
+using NarrowGeneKernel = bool (*)(const std::uint8_t*, const std::uint8_t*, std::uint64_t, std::uint64_t, std::uint16_t*,
+                                  std::uint64_t);
+
+TEST(DecodeKernels, NarrowGeneIndicesAndVerdictsMatchTheReference) {
+  std::vector<std::pair<const char*, NarrowGeneKernel>> kernels{{"sse2", &detail::cell_genes16_sse<false>},
+                                                                {"sse2 streamed", &detail::cell_genes16_sse<true>}};
+#if defined(TESSERA_CELLS_AVX2)
+  if (detail::cpu_has_avx2()) kernels.emplace_back("avx2", &detail::cell_genes16_avx2);
+#endif
+  std::mt19937_64 rng(12);
+  constexpr std::uint64_t kGenes = std::uint64_t{1} << 16;  // the narrow limit
+  for (const std::uint64_t len : {1u, 2u, 8u, 9u, 16u, 17u, 33u, 100u, 5003u, 20000u}) {
+    // none, a zero gap, past n_genes by one, a total that wraps 16 bits but whose low bits look fine
+    for (int fault = 0; fault < 4; ++fault) {
+      Planes p;
+      const std::uint64_t pad = rng() % 13;
+      for (std::uint64_t j = 0; j < pad; ++j) p.push(1);
+      const std::uint64_t s = pad, end = pad + len;
+      for (std::uint64_t j = 0; j < len; ++j) p.push(j == 0 ? rng() % 50 : 1 + rng() % 3);
+      const std::uint64_t at = s + 1 + (len > 1 ? rng() % (len - 1) : 0);
+      if (fault == 1 && len > 1) p.lo[at] = p.hi[at] = 0;
+      std::vector<std::int64_t> want(end);
+      reference_genes(p, s, end, want, std::uint64_t{1} << 40);
+      std::uint64_t n_genes = kGenes;
+      if (fault == 2) n_genes = static_cast<std::uint64_t>(want[end - 1]);
+      if (fault == 3 && len > 1) p.lo[at] = p.hi[at] = 0xFF;  // a gap of 65535: the total passes 2^16
+      const bool ref_ok = reference_genes(p, s, end, want, n_genes);
+      for (const auto& [name, kernel] : kernels) {
+        SCOPED_TRACE(std::string(name) + " length " + std::to_string(len) + " fault " + std::to_string(fault));
+        std::vector<std::uint16_t> got(end + 16, 0xABCD);
+        const bool ok = kernel(p.lo.data(), p.hi.data(), s, end, got.data(), n_genes);
+        fence();
+        EXPECT_EQ(ok, ref_ok);
+        if (ref_ok) {
+          for (std::uint64_t j = s; j < end; ++j) ASSERT_EQ(got[j], want[j]) << "position " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(DecodeKernels, NarrowCountsMatchTheReference) {
+  std::mt19937_64 rng(6);
+  for (const std::uint64_t n : {1u, 15u, 16u, 17u, 31u, 1000u, 70001u}) {
+    for (int zero_at = -1; zero_at < 3; ++zero_at) {
+      Planes p;
+      for (std::uint64_t j = 0; j < n; ++j) p.push(1 + rng() % (rng() % 10 == 0 ? 65535 : 30));
+      if (zero_at >= 0) {
+        const std::uint64_t at = zero_at == 0 ? 0 : zero_at == 1 ? n / 2 : n - 1;
+        p.lo[at] = p.hi[at] = 0;
+      }
+      for (const bool stream : {false, true}) {
+        for (std::size_t offset = 0; offset < 3; ++offset) {
+          SCOPED_TRACE("n " + std::to_string(n) + " zero at " + std::to_string(zero_at) + (stream ? " streamed" : ""));
+          std::vector<std::uint16_t> got(n + 8);
+          const bool zero = detail::chunk_values(p.lo.data(), p.hi.data(), n, got.data() + offset, stream);
+          fence();
+          EXPECT_EQ(zero, zero_at >= 0);
+          for (std::uint64_t j = 0; j < n; ++j) ASSERT_EQ(got[offset + j], p.at(j)) << j;
         }
       }
     }

@@ -12,21 +12,26 @@
 // The 100-tile dataset beside it links the same tile object 100 times under one manifest.
 //
 //   (a) decode:  Tile::decode of the whole tile into int32 buffers, 1 thread;
+//   (n) narrow:  Tile::decode_narrow of the whole tile into uint16 buffers (the form the
+//                dataset's decoded-tile cache keeps), 1 thread;
 //   (b) zstd:    ZSTD-decompress every frame of the same tile into scratch, 1 thread — the floor;
 //   (c) decode2: (a) with 2 threads;
+//   (f) memset:  writing (a)'s output buffers (8 bytes per nonzero) and nothing else — with (b),
+//                the floor of (a): zstd's own output stays in cache, the decoded tile cannot;
 //   (d) epoch:   EpochIterator batches of 5,000 cells (int32 values, 1 decode thread) over the
 //                100-tile dataset, `--batches` batches per round into one reused EpochBatch
-//                (`next(EpochBatch&)`), per cell against (a);
-//                The iterator decodes the next tile ahead on a background thread (the default);
+//                (`next(EpochBatch&)`), per cell against (a). The iterator decodes the next
+//                tile ahead on a background thread (the default) into narrow decoded tiles;
+//   (w) epoch, int32 tiles: (d) with `narrow_tiles = false`;
 //   (g) epoch, no decode-ahead: (d) with `decode_ahead = false`, every decode on the caller;
-//   (e) epoch, fresh: (d) through the value-returning `next()`, a new batch every call;
-//   (f) memset: writing (a)'s output buffers (8 bytes per nonzero) and nothing else — with (b),
-//                the floor of (a): zstd's own output stays in cache, the decoded tile cannot.
+//   (e) epoch, fresh: (d) through the value-returning `next()`, a new batch every call.
 //
-// Targets: (a)/(b) ≤ 1.2, (a)/(c) ≥ 1.6, (d) per-cell rate ≥ 80 % of (a). Medians of R rounds.
-// Each pass also reports the process CPU seconds it took (all threads, fetch threads included):
-// on a loaded machine (c) may not run faster, but CPU/wall above 1 shows it ran in parallel. The
-// load average is printed before and after.
+// Targets: (a)/(b) ≤ 1.2, (a)/(c) ≥ 1.6, (d) per-cell rate ≥ 80 % of (a).
+// The machine is shared, so every ratio is taken within one round (its passes run back to back)
+// and the median over rounds is reported; a/b/n/c/f run 3 rounds for each epoch round. Each
+// pass also reports the process CPU seconds it took (all threads, fetch threads included): on a
+// loaded machine (c) may not run faster, but CPU/wall above 1 shows it ran in parallel. The load
+// average is printed before and after.
 //
 // Usage: bench_cells --data-dir DIR [--repeat R] [--batches B]
 #include <algorithm>
@@ -183,6 +188,13 @@ fs::path prepare(const fs::path& dir) {
   return ds;
 }
 
+// The median over rounds of x[i] / y[i] · scale[i] (scale empty: 1).
+double ratio(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& scale = {}) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) r.push_back(x[i] / y[i] * (scale.empty() ? 1 : scale[i]));
+  return median(r);
+}
+
 int run(const Args& args) {
   const fs::path dir = args.data_dir / "cells-bench";
   const fs::path ds_path = prepare(dir);
@@ -190,91 +202,100 @@ int run(const Args& args) {
       cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_file((dir / "tile.dct").string())));
   const auto nnz = tile.nnz();
   std::vector<std::int32_t> indices(nnz), values(nnz);
+  std::vector<std::uint16_t> genes16(nnz), counts16(nnz);
+  std::vector<cells::WideCount> wide_counts;
   std::vector<std::byte> scratch(tile.max_chunk_nnz() * 4 + 64);
   const auto bytes = tile.bytes();
-  auto ds = cells::Dataset::open(ds_path.string(), {.max_cached_tiles = 2, .max_prefetch_tiles = 4, .io_threads = 1,
-                                                    .decode_threads = 1});
-  Pass a, b, c, d, e, f, g;
-  std::uint64_t epoch_cells = 0, epoch_nnz = 0, fresh_cells = 0;
-  std::uint64_t tiles_per_round = 0;
+  const cells::OpenOptions open_options{.max_cached_tiles = 2, .max_prefetch_tiles = 4, .io_threads = 1,
+                                        .decode_threads = 1};
+  auto ds = cells::Dataset::open(ds_path.string(), open_options);
+  cells::OpenOptions wide_options = open_options;
+  wide_options.narrow_tiles = false;
+  auto ds_wide = cells::Dataset::open(ds_path.string(), wide_options);
+  Pass a, n, b, c, f, d, w, g, e;
+  std::vector<double> a_epoch;  // (a) of each epoch round, the reference of its epoch ratios
+  std::vector<double> d_cells, w_cells, g_cells, e_cells;  // per-round cell counts
+  std::uint64_t epoch_cells = 0, epoch_nnz = 0, last_nnz = 0, tiles_per_round = 0;
   const std::string load_before = load_average();
   cells::EpochBatch reused;  // grows in the first round, reused ever after
-  for (int round = 0; round < args.repeat; ++round) {
+  // Batches of one epoch pass into `reused` (or fresh ones); returns the cells read.
+  const auto epoch_pass = [&](Pass& p, cells::Dataset& on, std::uint64_t epoch, bool ahead, bool fresh) {
+    cells::EpochIterator it(on, 5000, {.seed = 7, .values = cells::Values::Int32, .decode_ahead = ahead});
+    it.set_epoch(epoch);
+    std::uint64_t got = 0, got_nnz = 0;
+    p.time([&] {
+      for (int k = 0; k < args.batches; ++k) {
+        if (fresh) {
+          auto batch = it.next();
+          if (!batch) break;
+          got += batch->cells.size();
+          got_nnz += batch->batch.nnz();
+        } else {
+          if (!it.next(reused)) break;
+          got += reused.cells.size();
+          got_nnz += reused.batch.nnz();
+        }
+      }
+    });
+    last_nnz = got_nnz;
+    return static_cast<double>(got);
+  };
+  for (int round = 0; round < 3 * args.repeat; ++round) {
     a.time([&] { tile.decode(indices, values, {.threads = 1}); });
-
+    n.time([&] { tile.decode_narrow(genes16, counts16, wide_counts, {.threads = 1}); });
     b.time([&] {
       for (const auto& ch : tile.chunks()) {
         // gaps and vals decode to 2 bytes per nonzero; the (rare, small) exception frames to
         // whatever they declare.
-        for (const cells::FrameRef* f : {&ch.gaps, &ch.vals})
-          codec::zstd_decompress_into(bytes.subspan(f->off, f->len), std::span(scratch).first(2 * ch.n()));
-        for (const cells::FrameRef* f : {&ch.vexc, &ch.gexc})
-          if (f->len != 0) (void)codec::zstd_decompress_capped(bytes.subspan(f->off, f->len), std::uint64_t{1} << 30);
+        for (const cells::FrameRef* fr : {&ch.gaps, &ch.vals})
+          codec::zstd_decompress_into(bytes.subspan(fr->off, fr->len), std::span(scratch).first(2 * ch.n()));
+        for (const cells::FrameRef* fr : {&ch.vexc, &ch.gexc})
+          if (fr->len != 0) (void)codec::zstd_decompress_capped(bytes.subspan(fr->off, fr->len), std::uint64_t{1} << 30);
       }
     });
-
     c.time([&] { tile.decode(indices, values, {.threads = 2}); });
-
-    // The other floor of (a): writing its 8 bytes of output per nonzero at all.
     f.time([&] {
       std::memset(indices.data(), round, indices.size() * sizeof(std::int32_t));
       std::memset(values.data(), round, values.size() * sizeof(std::int32_t));
     });
-
-    // Epochs 2r and 2r+1: every pass and round visits its own tile order from a cold start of
-    // the iterator (the decoded-tile cache may hold the previous pass's last tiles).
+    if (round % 3 != 2) continue;
+    // An epoch round: each pass visits its own tile order from a cold start of its iterator (the
+    // decoded-tile cache may hold the previous pass's last tiles), right after one more (a).
+    const auto r = static_cast<std::uint64_t>(round / 3);
+    Pass a_here;
+    a_here.time([&] { tile.decode(indices, values, {.threads = 1}); });
+    a_epoch.push_back(a_here.wall.back());
     const auto decoded_before = ds->stats().tiles_decoded;
-    cells::EpochIterator it(*ds, 5000, {.seed = 7, .values = cells::Values::Int32});
-    it.set_epoch(2 * static_cast<std::uint64_t>(round));
-    epoch_cells = epoch_nnz = 0;
-    d.time([&] {
-      for (int k = 0; k < args.batches && it.next(reused); ++k) {
-        epoch_cells += reused.cells.size();
-        epoch_nnz += reused.batch.nnz();
-      }
-    });
+    d_cells.push_back(epoch_pass(d, *ds, 4 * r, true, false));
     tiles_per_round = ds->stats().tiles_decoded - decoded_before;
-
-    cells::EpochIterator inline_decode(*ds, 5000, {.seed = 7, .values = cells::Values::Int32, .decode_ahead = false});
-    inline_decode.set_epoch(2 * static_cast<std::uint64_t>(round) + 1);
-    g.time([&] {
-      for (int k = 0; k < args.batches && inline_decode.next(reused); ++k) {
-      }
-    });
-
-    cells::EpochIterator fresh(*ds, 5000, {.seed = 7, .values = cells::Values::Int32});
-    fresh.set_epoch(2 * static_cast<std::uint64_t>(round) + 1);
-    fresh_cells = 0;
-    e.time([&] {
-      for (int k = 0; k < args.batches; ++k) {
-        auto batch = fresh.next();
-        if (!batch) break;
-        fresh_cells += batch->cells.size();
-      }
-    });
+    epoch_cells = static_cast<std::uint64_t>(d_cells.back());
+    epoch_nnz = last_nnz;
+    w_cells.push_back(epoch_pass(w, *ds_wide, 4 * r + 1, true, false));
+    g_cells.push_back(epoch_pass(g, *ds, 4 * r + 2, false, false));
+    e_cells.push_back(epoch_pass(e, *ds, 4 * r + 3, true, true));
   }
-  const double ta = median(a.wall), tb = median(b.wall), tc = median(c.wall), td = median(d.wall), te = median(e.wall),
-               tg = median(g.wall);
-  const double n = static_cast<double>(nnz), cells_n = static_cast<double>(kCells);
+  const double nz = static_cast<double>(nnz), cells_n = static_cast<double>(kCells);
   std::printf("tile: %llu cells x %llu genes, %llu nonzeros (%.0f per cell), %.1f MB = %.3f bytes per nonzero\n",
               static_cast<unsigned long long>(kCells), static_cast<unsigned long long>(kGenes),
-              static_cast<unsigned long long>(nnz), n / cells_n, static_cast<double>(tile.size()) / 1e6,
-              static_cast<double>(tile.size()) / n);
-  std::printf("%d rounds, medians; load average before %s, after %s\n", args.repeat, load_before.c_str(),
-              load_average().c_str());
-  const auto line = [](const char* label, const Pass& p, double cells, double nz) {
+              static_cast<unsigned long long>(nnz), nz / cells_n, static_cast<double>(tile.size()) / 1e6,
+              static_cast<double>(tile.size()) / nz);
+  std::printf("%d decode rounds, %d epoch rounds, medians; load average before %s, after %s\n", 3 * args.repeat,
+              args.repeat, load_before.c_str(), load_average().c_str());
+  const auto line = [](const char* label, const Pass& p, double cells, double nzs) {
     const double secs = median(p.wall), cpu = median(p.cpu);
     std::printf("%-30s %8.3f s  %10.0f cells/s  %8.1f M nonzeros/s  CPU %7.3f s (%.2f x wall)\n", label, secs,
-                cells / secs, nz / secs / 1e6, cpu, cpu / secs);
+                cells / secs, nzs / secs / 1e6, cpu, cpu / secs);
   };
-  line("(a) decode, 1 thread", a, cells_n, n);
-  line("(b) zstd-decompress only", b, cells_n, n);
-  line("(c) decode, 2 threads", c, cells_n, n);
-  line("(f) memset of (a)'s output", f, cells_n, n);
-  line("(d) epoch, 5000-cell batches", d, static_cast<double>(epoch_cells), static_cast<double>(epoch_nnz));
-  line("(g) epoch, no decode-ahead", g, static_cast<double>(epoch_cells), static_cast<double>(epoch_nnz));
-  line("(e) epoch, fresh batches", e, static_cast<double>(fresh_cells),
-       static_cast<double>(epoch_nnz) * static_cast<double>(fresh_cells) / static_cast<double>(epoch_cells));
+  const double ec = median(d_cells), enz = static_cast<double>(epoch_nnz);
+  line("(a) decode, 1 thread", a, cells_n, nz);
+  line("(n) narrow decode, 1 thread", n, cells_n, nz);
+  line("(b) zstd-decompress only", b, cells_n, nz);
+  line("(c) decode, 2 threads", c, cells_n, nz);
+  line("(f) memset of (a)'s output", f, cells_n, nz);
+  line("(d) epoch, 5000-cell batches", d, ec, enz);
+  line("(w) epoch, int32 decoded tiles", w, ec, enz);
+  line("(g) epoch, no decode-ahead", g, ec, enz);
+  line("(e) epoch, fresh batches", e, ec, enz);
   const cells::DatasetStats st = ds->stats();
   std::printf("    epochs, all rounds: %llu tiles fetched (%.2f s, %.2f s stalled), %llu decoded (%.2f s, %llu cache hits);"
               " %llu tiles decoded for the %llu cells of the last (d) round\n",
@@ -282,19 +303,29 @@ int run(const Args& args) {
               static_cast<unsigned long long>(st.tiles_decoded), st.decode_seconds,
               static_cast<unsigned long long>(st.decoded_cache_hits), static_cast<unsigned long long>(tiles_per_round),
               static_cast<unsigned long long>(epoch_cells));
-  std::printf("decode / zstd-only time (a/b):                 %.2f   (target <= 1.20)\n", ta / tb);
-  std::printf("2 threads speed-up (a/c):                      %.2f   (target >= 1.60; CPU/wall of (c) %.2f)\n", ta / tc,
-              median(c.cpu) / tc);
-  std::printf("epoch per-cell rate / full-tile decode (d/a):  %.0f %%  (target >= 80 %%)\n",
-              100.0 * (static_cast<double>(epoch_cells) / td) / (cells_n / ta));
-  std::printf("  without decode-ahead (g/a):                  %.0f %%\n",
-              100.0 * (static_cast<double>(epoch_cells) / tg) / (cells_n / ta));
-  std::printf("  with fresh batches (e/a):                    %.0f %%\n",
-              100.0 * (static_cast<double>(fresh_cells) / te) / (cells_n / ta));
+  std::vector<double> b_plus_f;
+  for (std::size_t i = 0; i < b.wall.size(); ++i) b_plus_f.push_back(b.wall[i] + f.wall[i]);
+  std::printf("per-round ratios, medians:\n");
+  std::printf("decode / zstd-only time (a/b):                 %.2f   (target <= 1.20)\n", ratio(a.wall, b.wall));
+  std::printf("  narrow decode / zstd-only (n/b):             %.2f\n", ratio(n.wall, b.wall));
+  std::printf("  floor of (a): (zstd + memset) / zstd:        %.2f   ((a) against it: %.2f)\n", ratio(b_plus_f, b.wall),
+              ratio(a.wall, b_plus_f));
+  std::printf("2 threads speed-up (a/c):                      %.2f   (target >= 1.60; CPU/wall of (c) %.2f)\n",
+              ratio(a.wall, c.wall), median(c.cpu) / median(c.wall));
+  // Per-cell rate of an epoch pass over that of (a) in the same round.
+  const auto per_cell = [&](const Pass& p, const std::vector<double>& counts) {
+    std::vector<double> scale;
+    for (const double k : counts) scale.push_back(k / cells_n);
+    return 100.0 * ratio(a_epoch, p.wall, scale);
+  };
+  std::printf("epoch per-cell rate / full-tile decode (d/a):  %.0f %%  (target >= 80 %%)\n", per_cell(d, d_cells));
+  std::printf("  with int32 decoded tiles (w/a):              %.0f %%\n", per_cell(w, w_cells));
+  std::printf("  without decode-ahead (g/a):                  %.0f %%\n", per_cell(g, g_cells));
+  std::printf("  with fresh batches (e/a):                    %.0f %%\n", per_cell(e, e_cells));
   // The same ratios from CPU seconds, which a busy machine distorts less than wall time.
-  const double ca = median(a.cpu), cb = median(b.cpu), cd = median(d.cpu);
-  std::printf("by CPU seconds: a/b %.2f, d/a per cell %.0f %%\n", ca / cb,
-              100.0 * (static_cast<double>(epoch_cells) / cd) / (cells_n / ca));
+  std::printf("by CPU seconds: a/b %.2f, n/b %.2f, d/a per cell %.0f %%, g/a per cell %.0f %%\n", ratio(a.cpu, b.cpu),
+              ratio(n.cpu, b.cpu), 100.0 * (ec / median(d.cpu)) / (cells_n / median(a.cpu)),
+              100.0 * (median(g_cells) / median(g.cpu)) / (cells_n / median(a.cpu)));
   return 0;
 }
 

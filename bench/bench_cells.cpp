@@ -15,7 +15,7 @@
 //   (n) narrow:  Tile::decode_narrow of the whole tile into uint16 buffers (the form the
 //                dataset's decoded-tile cache keeps), 1 thread;
 //   (b) zstd:    ZSTD-decompress every frame of the same tile into scratch, 1 thread — the floor;
-//   (c) decode2: (a) with 2 threads;
+//   (c) decode2: (a) with 2 threads; (m) the same for (n);
 //   (f) memset:  writing (a)'s output buffers (8 bytes per nonzero) and nothing else — with (b),
 //                the floor of (a): zstd's own output stays in cache, the decoded tile cannot;
 //   (d) epoch:   EpochIterator batches of 5,000 cells (int32 values, 1 decode thread) over the
@@ -212,7 +212,7 @@ int run(const Args& args) {
   cells::OpenOptions wide_options = open_options;
   wide_options.narrow_tiles = false;
   auto ds_wide = cells::Dataset::open(ds_path.string(), wide_options);
-  Pass a, n, b, c, f, d, w, g, e;
+  Pass a, n, b, c, m, f, d, w, g, e;
   std::vector<double> a_epoch;  // (a) of each epoch round, the reference of its epoch ratios
   std::vector<double> d_cells, w_cells, g_cells, e_cells;  // per-round cell counts
   std::uint64_t epoch_cells = 0, epoch_nnz = 0, last_nnz = 0, tiles_per_round = 0;
@@ -254,6 +254,7 @@ int run(const Args& args) {
       }
     });
     c.time([&] { tile.decode(indices, values, {.threads = 2}); });
+    m.time([&] { tile.decode_narrow(genes16, counts16, wide_counts, {.threads = 2}); });
     f.time([&] {
       std::memset(indices.data(), round, indices.size() * sizeof(std::int32_t));
       std::memset(values.data(), round, values.size() * sizeof(std::int32_t));
@@ -291,6 +292,7 @@ int run(const Args& args) {
   line("(n) narrow decode, 1 thread", n, cells_n, nz);
   line("(b) zstd-decompress only", b, cells_n, nz);
   line("(c) decode, 2 threads", c, cells_n, nz);
+  line("(m) narrow decode, 2 threads", m, cells_n, nz);
   line("(f) memset of (a)'s output", f, cells_n, nz);
   line("(d) epoch, 5000-cell batches", d, ec, enz);
   line("(w) epoch, int32 decoded tiles", w, ec, enz);
@@ -312,6 +314,8 @@ int run(const Args& args) {
               ratio(a.wall, b_plus_f));
   std::printf("2 threads speed-up (a/c):                      %.2f   (target >= 1.60; CPU/wall of (c) %.2f)\n",
               ratio(a.wall, c.wall), median(c.cpu) / median(c.wall));
+  std::printf("  narrow, 2 threads speed-up (n/m):            %.2f   (CPU/wall of (m) %.2f)\n", ratio(n.wall, m.wall),
+              median(m.cpu) / median(m.wall));
   // Per-cell rate of an epoch pass over that of (a) in the same round.
   const auto per_cell = [&](const Pass& p, const std::vector<double>& counts) {
     std::vector<double> scale;

@@ -179,37 +179,46 @@ Dataset::Impl::Decoded Dataset::Impl::take_buffer() {
   return d;
 }
 
-void Dataset::Impl::decode_into(Decoded& d, std::uint64_t t, const Tile& tile) {
+void Dataset::Impl::prepare_buffer(Decoded& d, std::uint64_t t, const Tile& tile) const {
   // Buffers only grow, and are recycled through the free list, so once the largest tile has been
   // decoded nothing is allocated. They are sized from the fetched tile (whose frames were checked
   // to be able to hold its nonzeros), not from the manifest's claims.
   const std::size_t nnz = static_cast<std::size_t>(tile.nnz());
+  d.tile = t;
   d.narrow = options.narrow_tiles && tile.narrow_decodable();
+  if (d.narrow && d.genes.size() < nnz) {
+    d.genes.resize(nnz);
+    d.counts.resize(nnz);
+  }
+  if (!d.narrow && d.indices.size() < nnz) {
+    d.indices.resize(nnz);
+    d.values.resize(nnz);
+  }
+  d.wide_counts.clear();
+}
+
+void Dataset::Impl::count_decode(std::chrono::steady_clock::time_point t0) {
+  std::lock_guard lk(cache_mu);
+  ++stats.tiles_decoded;
+  stats.decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Dataset::Impl::decode_into(Decoded& d, std::uint64_t t, const Tile& tile) {
+  prepare_buffer(d, t, tile);
+  const std::size_t nnz = static_cast<std::size_t>(tile.nnz());
   const DecodeOptions how{.threads = options.decode_threads > 1 ? 0u : 1u};
   const auto run = [&] {
-    if (d.narrow) {
-      if (d.genes.size() < nnz) {
-        d.genes.resize(nnz);
-        d.counts.resize(nnz);
-      }
+    if (d.narrow)
       tile.decode_narrow({d.genes.data(), nnz}, {d.counts.data(), nnz}, d.wide_counts, how);
-    } else {
-      if (d.indices.size() < nnz) {
-        d.indices.resize(nnz);
-        d.values.resize(nnz);
-      }
+    else
       tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, how);
-    }
   };
-  d.tile = t;
   const auto t0 = std::chrono::steady_clock::now();
   if (options.decode_threads > 1)
     decode_arena->execute(run);
   else
     run();
-  std::lock_guard lk(cache_mu);
-  ++stats.tiles_decoded;
-  stats.decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  count_decode(t0);
 }
 
 namespace {

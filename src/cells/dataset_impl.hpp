@@ -5,6 +5,7 @@
 
 #include <tbb/task_arena.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -70,10 +71,28 @@ struct Dataset::Impl {
   std::condition_variable ahead_cv;
   // Under ahead_mu: the handed-over job, so that the thread never needs api_mu to start (a
   // get_batch holds api_mu for its whole gather, which is exactly when the decode should run).
+  // A decode-ahead in progress, shared with consumers that help: a consumer that needs the tile
+  // while it is being decoded takes chunks from `next_chunk` and decodes them into the same
+  // buffer instead of waiting idle (on two cores the epoch's caller otherwise sleeps through
+  // most of every decode).
+  struct AheadProgress {
+    std::mutex mu;
+    std::condition_variable cv;       // `ready` set, or another chunk done
+    bool ready = false;               // tile fetched and buffer sized (or the fetch failed)
+    std::shared_ptr<const Tile> tile;
+    Decoded* buffer = nullptr;        // the job's buffer; stable until every chunk is done
+    std::size_t n_chunks = 0;
+    std::atomic<std::size_t> next_chunk{0};
+    std::size_t done = 0;                      // chunks finished (under mu)
+    std::vector<std::vector<WideCount>> wide;  // per chunk, narrow form
+    std::exception_ptr error;                  // the first failure (under mu)
+  };
   struct AheadJob {
     std::uint64_t tile = 0;
     Decoded buffer;
+    std::shared_ptr<AheadProgress> progress;
   };
+  std::shared_ptr<AheadProgress> ahead_progress;  // of `ahead_tile` (under api_mu)
   std::mutex ahead_mu;
   std::condition_variable ahead_job_cv;
   std::optional<AheadJob> ahead_job;
@@ -116,9 +135,14 @@ struct Dataset::Impl {
   // Grows `d` to hold tile `t` and decodes it there, counting it in the statistics; the caller
   // holds api_mu or owns `d` exclusively.
   void decode_into(Decoded& d, std::uint64_t t, const Tile& tile);
+  // Sizes `d` for tile `t` and picks its form (the first half of decode_into).
+  void prepare_buffer(Decoded& d, std::uint64_t t, const Tile& tile) const;
+  void count_decode(std::chrono::steady_clock::time_point t0);
 
   bool decode_ahead(std::uint64_t t, std::optional<std::uint64_t> keep);
   void ahead_loop();
+  // Decodes chunks of `p` until none is left to take; returns when this thread has no more.
+  static void decode_chunks(AheadProgress& p);
   void stop_decode_ahead();
   // With api_mu held by the caller: waits (releasing it) while `t` is being decoded ahead.
   void wait_for_ahead(std::uint64_t t);

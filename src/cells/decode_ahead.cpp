@@ -7,9 +7,16 @@
 // takes a buffer and marks the tile in `ahead_tile`; then it hands the job over under ahead_mu.
 // The thread fetches and decodes without any lock (a get_batch holds api_mu for its whole
 // gather, which is exactly when the decode should run), then inserts the tile under api_mu and
-// clears `ahead_tile`. A consumer whose batch needs the tile in flight waits on `ahead_cv`
-// (releasing api_mu) instead of decoding it a second time.
+// clears `ahead_tile`. A consumer whose batch needs the tile in flight never decodes it a second
+// time: it releases api_mu, helps decode the chunks nobody has taken yet (AheadProgress), and
+// then waits on `ahead_cv` for the thread to publish the tile.
+//
+// Cooperative decoding. The thread decodes chunk after chunk, taking each from an atomic counter
+// shared with helpers; a helper takes chunks from the same counter into the same buffer. The
+// thread publishes the tile once every taken chunk is done. If any chunk fails, the tile is not
+// published and the consumer's get_batch decodes it itself, reporting the error as usual.
 #include <algorithm>
+#include <chrono>
 #include <iterator>
 
 #include "dataset_impl.hpp"
@@ -41,7 +48,9 @@ bool Dataset::Impl::decode_ahead(std::uint64_t t, std::optional<std::uint64_t> k
     }
     job.tile = t;
     job.buffer = take_buffer();
+    job.progress = std::make_shared<AheadProgress>();
     ahead_tile = t;
+    ahead_progress = job.progress;
   }
   {
     std::lock_guard lk(ahead_mu);
@@ -49,6 +58,7 @@ bool Dataset::Impl::decode_ahead(std::uint64_t t, std::optional<std::uint64_t> k
       std::lock_guard api(api_mu);
       free_buffers.push_back(std::move(job.buffer));
       ahead_tile.reset();
+      ahead_progress.reset();
       return false;
     }
     ahead_job = std::move(job);
@@ -68,20 +78,74 @@ void Dataset::Impl::ahead_loop() {
       job = std::move(*ahead_job);
       ahead_job.reset();
     }
-    bool ok = true;
+    AheadProgress& p = *job.progress;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<const Tile> tile;
     try {
-      const std::shared_ptr<const Tile> tile = get_tile(job.tile);
-      decode_into(job.buffer, job.tile, *tile);
+      tile = get_tile(job.tile);
+      prepare_buffer(job.buffer, job.tile, *tile);
     } catch (...) {
-      ok = false;  // get_batch fetches and decodes the tile itself and reports the error
+      tile.reset();  // get_batch fetches the tile itself and reports the error
+    }
+    // Helpers may join only for single-threaded chunk decoding; with several decode threads the
+    // tile is decoded in one parallel call, as get_batch would.
+    const bool cooperative = tile && options.decode_threads == 1;
+    {
+      std::lock_guard lk(p.mu);
+      p.ready = true;
+      if (cooperative) {
+        p.tile = tile;
+        p.buffer = &job.buffer;
+        p.n_chunks = tile->chunks().size();
+        p.wide.resize(p.n_chunks);
+      }
+    }
+    p.cv.notify_all();
+    bool ok = tile != nullptr;
+    if (cooperative) {
+      decode_chunks(p);
+      std::unique_lock lk(p.mu);
+      p.cv.wait(lk, [&] { return p.done == p.n_chunks; });  // helpers finish their chunks
+      ok = !p.error;
+      if (ok && job.buffer.narrow)
+        for (const auto& list : p.wide) job.buffer.wide_counts.insert(job.buffer.wide_counts.end(), list.begin(), list.end());
+      if (ok) count_decode(t0);
+    } else if (ok) {
+      try {
+        decode_into(job.buffer, job.tile, *tile);
+      } catch (...) {
+        ok = false;
+      }
     }
     {
       std::lock_guard lk(api_mu);
       if (ok) decoded.push_front(std::move(job.buffer));
       else free_buffers.push_back(std::move(job.buffer));
       ahead_tile.reset();
+      ahead_progress.reset();
     }
     ahead_cv.notify_all();
+  }
+}
+
+void Dataset::Impl::decode_chunks(AheadProgress& p) {
+  for (;;) {
+    const std::size_t k = p.next_chunk.fetch_add(1);
+    if (k >= p.n_chunks) return;  // the buffer may be gone once every chunk is done
+    Decoded& d = *p.buffer;
+    const auto nnz = static_cast<std::size_t>(p.tile->nnz());
+    std::exception_ptr error;
+    try {
+      if (d.narrow)
+        p.tile->decode_chunk_narrow(k, {d.genes.data(), nnz}, {d.counts.data(), nnz}, p.wide[k]);
+      else
+        p.tile->decode_chunk(k, {d.indices.data(), nnz}, {d.values.data(), nnz});
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lk(p.mu);
+    if (error && !p.error) p.error = error;
+    if (++p.done == p.n_chunks) p.cv.notify_all();
   }
 }
 
@@ -89,6 +153,17 @@ void Dataset::Impl::wait_for_ahead(std::uint64_t t) {
   if (ahead_tile != t) return;
   // The caller's lock_guard owns api_mu; adopt it for the wait and hand it back afterwards.
   std::unique_lock<std::mutex> lk(api_mu, std::adopt_lock);
+  const std::shared_ptr<AheadProgress> progress = ahead_progress;
+  lk.unlock();
+  {
+    // Help with the chunks nobody has taken, once the thread has fetched the tile.
+    std::unique_lock plk(progress->mu);
+    progress->cv.wait(plk, [&] { return progress->ready; });
+    const bool can_help = progress->tile != nullptr;
+    plk.unlock();
+    if (can_help) decode_chunks(*progress);
+  }
+  lk.lock();
   ahead_cv.wait(lk, [&] { return ahead_tile != t; });
   lk.release();
 }

@@ -221,4 +221,12 @@ void Tile::decode_narrow(std::span<std::uint16_t> genes, std::span<std::uint16_t
   decode_all<std::uint16_t, std::uint16_t>(genes, counts, &wide_counts, options);
 }
 
+void Tile::decode_chunk_narrow(std::size_t k, std::span<std::uint16_t> genes, std::span<std::uint16_t> counts,
+                               std::vector<WideCount>& wide_counts) const {
+  if (!narrow_decodable() || k >= chunks_.size() || genes.size() < header_.nnz || counts.size() < header_.nnz)
+    throw UsageError(name_ + ": decode_chunk_narrow: chunk or buffer out of range, or too many genes", name_);
+  wide_counts.clear();
+  decode_one<std::uint16_t, std::uint16_t>(k, genes.data(), counts.data(), &wide_counts);
+}
+
 }  // namespace tessera::cells

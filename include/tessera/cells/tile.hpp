@@ -81,6 +81,10 @@ class Tile {
   bool narrow_decodable() const noexcept { return header_.n_genes <= kNarrowMaxGenes; }
   void decode_narrow(std::span<std::uint16_t> genes, std::span<std::uint16_t> counts,
                      std::vector<WideCount>& wide_counts, const DecodeOptions& options = {}) const;
+  // Chunk `k` of decode_narrow into the tile-wide buffers; `wide_counts` is replaced by the
+  // chunk's counts above 65535 (tile-wide positions, in order).
+  void decode_chunk_narrow(std::size_t k, std::span<std::uint16_t> genes, std::span<std::uint16_t> counts,
+                           std::vector<WideCount>& wide_counts) const;
 
  private:
   Tile() = default;

@@ -23,10 +23,11 @@
 #       and `take` of 5,000 random cells from the local cache. Data in build/bench-data/.
 #
 #   scripts/bench.sh cells [--repeat R] [--batches B]
-#       Full-tile decode of a synthetic deltacells tile (10,000 cells x 38,000 genes, ~5,000
-#       nonzeros per cell, level 19; bench/bench_cells.cpp) against bare zstd decompression of
-#       the same frames, 2 decode threads against 1, and epoch batches of 5,000 cells over a
-#       100-tile dataset. The tile and dataset are generated once into build/bench-data/cells-bench/.
+#       Full-tile decode (int32 and narrow uint16) of a synthetic deltacells tile (10,000 cells x
+#       38,000 genes, ~5,000 nonzeros per cell, level 19; bench/bench_cells.cpp) against bare zstd
+#       decompression of the same frames, 2 decode threads against 1, and epoch batches of 5,000
+#       cells over a 100-tile dataset; ratios are taken within each round. The tile and dataset
+#       are generated once into build/bench-data/cells-bench/.
 #
 #   scripts/bench.sh tet-convert [--size-gib N] [--repeat R] [--jobs J] [--read-threads T] [--out-dir DIR]
 #       `tet convert` of a chunked f32 HDF5 file (about N GiB, default 2; uncompressed and gzip-1,

@@ -79,7 +79,6 @@ void Dataset::Impl::ahead_loop() {
       ahead_job.reset();
     }
     AheadProgress& p = *job.progress;
-    const auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<const Tile> tile;
     try {
       tile = get_tile(job.tile);
@@ -87,6 +86,7 @@ void Dataset::Impl::ahead_loop() {
     } catch (...) {
       tile.reset();  // get_batch fetches the tile itself and reports the error
     }
+    const auto t0 = std::chrono::steady_clock::now();  // decode time, as decode_into counts it
     // Helpers may join only for single-threaded chunk decoding; with several decode threads the
     // tile is decoded in one parallel call, as get_batch would.
     const bool cooperative = tile && options.decode_threads == 1;

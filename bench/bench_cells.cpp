@@ -24,7 +24,9 @@
 //                tile ahead on a background thread (the default) into narrow decoded tiles;
 //   (w) epoch, int32 tiles: (d) with `narrow_tiles = false`;
 //   (g) epoch, no decode-ahead: (d) with `decode_ahead = false`, every decode on the caller;
-//   (e) epoch, fresh: (d) through the value-returning `next()`, a new batch every call.
+//   (e) epoch, fresh: (d) through the value-returning `next()`, a new batch every call;
+//   (i) gather: get_batch of all 10,000 cells of a tile already decoded (no decoding), in order
+//                and shuffled, from narrow and from int32 decoded tiles.
 //
 // Targets: (a)/(b) ≤ 1.2, (a)/(c) ≥ 1.6, (d) per-cell rate ≥ 80 % of (a).
 // The machine is shared, so every ratio is taken within one round (its passes run back to back)
@@ -42,6 +44,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -213,6 +216,12 @@ int run(const Args& args) {
   wide_options.narrow_tiles = false;
   auto ds_wide = cells::Dataset::open(ds_path.string(), wide_options);
   Pass a, n, b, c, m, f, d, w, g, e;
+  Pass gather_in_order[2], gather_shuffled[2];  // [0] narrow, [1] int32 decoded tiles
+  std::vector<std::int64_t> tile_cells(kCells);
+  std::iota(tile_cells.begin(), tile_cells.end(), std::int64_t{0});
+  std::vector<std::int64_t> shuffled_cells = tile_cells;
+  std::shuffle(shuffled_cells.begin(), shuffled_cells.end(), std::mt19937_64(3));
+  cells::SparseBatch gathered;
   std::vector<double> a_epoch;  // (a) of each epoch round, the reference of its epoch ratios
   std::vector<double> d_cells, w_cells, g_cells, e_cells;  // per-round cell counts
   std::uint64_t epoch_cells = 0, epoch_nnz = 0, last_nnz = 0, tiles_per_round = 0;
@@ -259,6 +268,12 @@ int run(const Args& args) {
       std::memset(indices.data(), round, indices.size() * sizeof(std::int32_t));
       std::memset(values.data(), round, values.size() * sizeof(std::int32_t));
     });
+    for (int form = 0; form < 2; ++form) {
+      cells::Dataset& on = form == 0 ? *ds : *ds_wide;
+      on.get_batch(tile_cells, cells::Values::Int32, gathered);  // decodes tile 0 once (LRU)
+      gather_in_order[form].time([&] { on.get_batch(tile_cells, cells::Values::Int32, gathered); });
+      gather_shuffled[form].time([&] { on.get_batch(shuffled_cells, cells::Values::Int32, gathered); });
+    }
     if (round % 3 != 2) continue;
     // An epoch round: each pass visits its own tile order from a cold start of its iterator (the
     // decoded-tile cache may hold the previous pass's last tiles), right after one more (a).
@@ -298,6 +313,10 @@ int run(const Args& args) {
   line("(w) epoch, int32 decoded tiles", w, ec, enz);
   line("(g) epoch, no decode-ahead", g, ec, enz);
   line("(e) epoch, fresh batches", e, ec, enz);
+  line("(i) gather a decoded tile, narrow", gather_in_order[0], cells_n, nz);
+  line("    the same, shuffled cells", gather_shuffled[0], cells_n, nz);
+  line("(i) gather a decoded tile, int32", gather_in_order[1], cells_n, nz);
+  line("    the same, shuffled cells", gather_shuffled[1], cells_n, nz);
   const cells::DatasetStats st = ds->stats();
   std::printf("    epochs, all rounds: %llu tiles fetched (%.2f s, %.2f s stalled), %llu decoded (%.2f s, %llu cache hits);"
               " %llu tiles decoded for the %llu cells of the last (d) round\n",

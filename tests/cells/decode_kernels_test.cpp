@@ -52,10 +52,10 @@ using GeneKernel = bool (*)(const std::uint8_t*, const std::uint8_t*, std::uint6
                             std::uint64_t);
 
 std::vector<std::pair<const char*, GeneKernel>> gene_kernels() {
-  std::vector<std::pair<const char*, GeneKernel>> k{{"sse2", &detail::cell_genes_sse<false>},
-                                                    {"sse2 streamed", &detail::cell_genes_sse<true>}};
+  std::vector<std::pair<const char*, GeneKernel>> k{{"sse2", &detail::cell_genes_sse<false, std::int32_t>},
+                                                    {"sse2 streamed", &detail::cell_genes_sse<true, std::int32_t>}};
 #if defined(TESSERA_CELLS_AVX2)
-  if (detail::cpu_has_avx2()) k.emplace_back("avx2", &detail::cell_genes_avx2);
+  if (detail::cpu_has_avx2()) k.emplace_back("avx2", &detail::cell_genes_avx2<std::int32_t>);
 #endif
   return k;
 }
@@ -138,10 +138,10 @@ using NarrowGeneKernel = bool (*)(const std::uint8_t*, const std::uint8_t*, std:
                                   std::uint64_t);
 
 TEST(DecodeKernels, NarrowGeneIndicesAndVerdictsMatchTheReference) {
-  std::vector<std::pair<const char*, NarrowGeneKernel>> kernels{{"sse2", &detail::cell_genes16_sse<false>},
-                                                                {"sse2 streamed", &detail::cell_genes16_sse<true>}};
+  std::vector<std::pair<const char*, NarrowGeneKernel>> kernels{{"sse2", &detail::cell_genes_sse<false, std::uint16_t>},
+                                                                {"sse2 streamed", &detail::cell_genes_sse<true, std::uint16_t>}};
 #if defined(TESSERA_CELLS_AVX2)
-  if (detail::cpu_has_avx2()) kernels.emplace_back("avx2", &detail::cell_genes16_avx2);
+  if (detail::cpu_has_avx2()) kernels.emplace_back("avx2", &detail::cell_genes_avx2<std::uint16_t>);
 #endif
   std::mt19937_64 rng(12);
   constexpr std::uint64_t kGenes = std::uint64_t{1} << 16;  // the narrow limit

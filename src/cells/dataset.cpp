@@ -1,9 +1,5 @@
 // cells::Dataset: opening, metadata, the decoded-tile LRU and batch gathering (spec
 // deltacells.md §8.1, §8.2, §8.4). Fetching and the compressed cache live in tile_cache.cpp.
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +9,7 @@
 #include <type_traits>
 
 #include "dataset_impl.hpp"
+#include "decode_kernels.hpp"
 #include "rules.hpp"
 #include "tessera/cells/gene_files.hpp"
 
@@ -252,15 +249,10 @@ void copy_row(const std::int32_t* idx, const std::int32_t* val, std::size_t len,
         const __m128i i1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(idx + j + 4));
         const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(val + j));
         const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(val + j + 4));
-        _mm_stream_si128(reinterpret_cast<__m128i*>(out_idx + j), i0);
-        _mm_stream_si128(reinterpret_cast<__m128i*>(out_idx + j + 4), i1);
-        if constexpr (std::is_same_v<V, float>) {
-          _mm_stream_ps(out_val + j, _mm_cvtepi32_ps(v0));
-          _mm_stream_ps(out_val + j + 4, _mm_cvtepi32_ps(v1));
-        } else {
-          _mm_stream_si128(reinterpret_cast<__m128i*>(out_val + j), v0);
-          _mm_stream_si128(reinterpret_cast<__m128i*>(out_val + j + 4), v1);
-        }
+        detail::store128<true>(out_idx + j, i0);
+        detail::store128<true>(out_idx + j + 4, i1);
+        detail::store_counts<true>(out_val + j, v0);
+        detail::store_counts<true>(out_val + j + 4, v1);
       }
     }
     idx += j, val += j, out_idx += j, out_val += j, len -= j;
@@ -276,7 +268,7 @@ void copy_row(const std::int32_t* idx, const std::int32_t* val, std::size_t len,
     std::transform(val, val + len, out_val, [](std::int32_t v) { return static_cast<V>(v); });
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(TESSERA_CELLS_AVX2)
 // widen_row's streamed loop with AVX2: sixteen nonzeros, four 32-byte stores per step. Both
 // destinations must be 32-byte aligned.
 template <typename V>
@@ -288,16 +280,10 @@ __attribute__((target("avx2"))) std::size_t widen_avx2(const std::uint16_t* gene
     const __m128i g1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(genes + j + 8));
     const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(counts + j));
     const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(counts + j + 8));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(out_idx + j), _mm256_cvtepu16_epi32(g0));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(out_idx + j + 8), _mm256_cvtepu16_epi32(g1));
-    const __m256i w0 = _mm256_cvtepu16_epi32(c0), w1 = _mm256_cvtepu16_epi32(c1);
-    if constexpr (std::is_same_v<V, float>) {
-      _mm256_stream_ps(out_val + j, _mm256_cvtepi32_ps(w0));
-      _mm256_stream_ps(out_val + j + 8, _mm256_cvtepi32_ps(w1));
-    } else {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(out_val + j), w0);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(out_val + j + 8), w1);
-    }
+    detail::stream_counts256(out_idx + j, _mm256_cvtepu16_epi32(g0));
+    detail::stream_counts256(out_idx + j + 8, _mm256_cvtepu16_epi32(g1));
+    detail::stream_counts256(out_val + j, _mm256_cvtepu16_epi32(c0));
+    detail::stream_counts256(out_val + j + 8, _mm256_cvtepu16_epi32(c1));
   }
   return j;
 }
@@ -310,8 +296,8 @@ void widen_row(const std::uint16_t* genes, const std::uint16_t* counts, std::siz
   std::size_t j = 0;
 #if defined(__SSE2__)
   if (stream) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    static const bool avx2 = __builtin_cpu_supports("avx2");
+#if defined(TESSERA_CELLS_AVX2)
+    const bool avx2 = detail::cpu_has_avx2();
     const std::size_t align = avx2 ? 32 : 16;
 #else
     const std::size_t align = 16;
@@ -321,7 +307,7 @@ void widen_row(const std::uint16_t* genes, const std::uint16_t* counts, std::siz
       out_idx[j] = genes[j];
       out_val[j] = static_cast<V>(counts[j]);
     }
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(TESSERA_CELLS_AVX2)
     if (avx2 && !misaligned(out_idx + j) && !misaligned(out_val + j)) j = widen_avx2<V>(genes, counts, j, len, out_idx, out_val);
 #endif
     if ((reinterpret_cast<std::uintptr_t>(out_idx + j) - reinterpret_cast<std::uintptr_t>(out_val + j)) % 16 == 0 &&
@@ -330,16 +316,10 @@ void widen_row(const std::uint16_t* genes, const std::uint16_t* counts, std::siz
       for (; j + 8 <= len; j += 8) {
         const __m128i g = _mm_loadu_si128(reinterpret_cast<const __m128i*>(genes + j));
         const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(counts + j));
-        _mm_stream_si128(reinterpret_cast<__m128i*>(out_idx + j), _mm_unpacklo_epi16(g, z));
-        _mm_stream_si128(reinterpret_cast<__m128i*>(out_idx + j + 4), _mm_unpackhi_epi16(g, z));
-        const __m128i c0 = _mm_unpacklo_epi16(c, z), c1 = _mm_unpackhi_epi16(c, z);
-        if constexpr (std::is_same_v<V, float>) {
-          _mm_stream_ps(out_val + j, _mm_cvtepi32_ps(c0));
-          _mm_stream_ps(out_val + j + 4, _mm_cvtepi32_ps(c1));
-        } else {
-          _mm_stream_si128(reinterpret_cast<__m128i*>(out_val + j), c0);
-          _mm_stream_si128(reinterpret_cast<__m128i*>(out_val + j + 4), c1);
-        }
+        detail::store128<true>(out_idx + j, _mm_unpacklo_epi16(g, z));
+        detail::store128<true>(out_idx + j + 4, _mm_unpackhi_epi16(g, z));
+        detail::store_counts<true>(out_val + j, _mm_unpacklo_epi16(c, z));
+        detail::store_counts<true>(out_val + j + 4, _mm_unpackhi_epi16(c, z));
       }
     }
   }

@@ -202,6 +202,16 @@ inline bool cpu_has_avx2() noexcept {
   return has;
 }
 
+// Eight 32-bit lanes (indices or counts), streamed as V (int32 or float) to a 32-byte aligned
+// address.
+template <typename V>
+__attribute__((target("avx2"))) inline void stream_counts256(V* p, __m256i v) noexcept {
+  if constexpr (std::is_same_v<V, float>)
+    _mm256_stream_ps(p, _mm256_cvtepi32_ps(v));
+  else
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v);
+}
+
 // The int32 form handles cells of at most kAvx2CellMax nonzeros only: then the 32-bit running sum
 // cannot wrap (65,536 gaps of at most 65,535 sum below 2^32), so the last index is the exact
 // total and no psadbw sum is needed. The narrow form sums the exact total as the SSE2 one does.
@@ -284,14 +294,8 @@ __attribute__((target("avx2"))) inline bool chunk_values_avx2(const std::uint8_t
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(vhi + j));
     const __m128i g0 = _mm_unpacklo_epi8(l, h), g1 = _mm_unpackhi_epi8(l, h);
     mins = _mm_min_epu16(mins, _mm_min_epu16(g0, g1));
-    const __m256i a = _mm256_cvtepu16_epi32(g0), b = _mm256_cvtepu16_epi32(g1);
-    if constexpr (std::is_same_v<V, float>) {
-      _mm256_stream_ps(val + j, _mm256_cvtepi32_ps(a));
-      _mm256_stream_ps(val + j + 8, _mm256_cvtepi32_ps(b));
-    } else {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(val + j), a);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(val + j + 8), b);
-    }
+    stream_counts256(val + j, _mm256_cvtepu16_epi32(g0));
+    stream_counts256(val + j + 8, _mm256_cvtepu16_epi32(g1));
   }
   w.j = j;
   w.zero |= static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(mins, _mm_setzero_si128())));

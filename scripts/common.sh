@@ -4,8 +4,9 @@
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 JOBS=2
-# Conformance data lives beside the repository unless the environment points elsewhere.
-CONFORMANCE_DIR="${TESSERA_CONFORMANCE_DIR:-$ROOT/../shared/conformance}"
+# The conformance data vendored in the repository (tests/data/PROVENANCE.md), unless the
+# environment points elsewhere; tests, fuzz seeds, benchmarks and the demo all read it from here.
+CONFORMANCE_DIR="${TESSERA_CONFORMANCE_DIR:-$ROOT/tests/data/conformance}"
 
 # Ninja, plus ccache as compiler launcher when it is installed.
 common_cmake_args=(-G Ninja)

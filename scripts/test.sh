@@ -4,15 +4,18 @@
 #            ctest test, the Python suite (pytest) and a `pip install` of the package;
 #   stage 2: clang build with address+undefined sanitizers, ctest without tests labelled `slow`,
 #            then a ~5 s libFuzzer smoke run of each fuzz target (scripts/fuzz.sh fuzzes for real).
-# Stops at the first failure. The last line is always `N passed, N failed`, counting ctest tests
-# of both stages, the Python tests, one for the install check and one per fuzz target; a failing
-# configure or build step counts as one failure.
+# Stops at the first failure. The last line is always `N passed, N failed, N skipped`, counting
+# ctest tests of both stages, the Python tests, one for the install check and one per fuzz target;
+# a failing configure or build step counts as one failure. A test that skipped itself (a missing
+# optional component, or the conformance identity check on a clone without ../shared) is never
+# counted as passed: the summary lists each one with its reason.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$ROOT"
 
 PASSED=0
 FAILED=0
+SKIPPED=0
 STEP="bootstrap"
 STAGE=""       # the stage running, for its wall time if it fails
 STAGE_T0=""
@@ -20,29 +23,66 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera-test.XXXXXX")"
 
 finish() {
   local rc=$?
-  rm -rf "$WORK"
   if [ "$rc" -ne 0 ]; then
     if [ -n "$STAGE" ]; then echo "$STAGE wall time: $(seconds_since "$STAGE_T0") s (failed)"; fi
     echo "test.sh: FAILED during: $STEP" >&2
     if [ "$FAILED" -eq 0 ]; then FAILED=1; fi
   fi
-  echo "$PASSED passed, $FAILED failed"
+  if [ -s "$WORK/skipped.txt" ]; then
+    section "skipped tests (not counted as passed)"
+    cat "$WORK/skipped.txt"
+  fi
+  rm -rf "$WORK"
+  echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
   exit "$rc"
 }
 trap finish EXIT
 
+# list_skipped JUNIT_XML LABEL: appends "LABEL: test: reason" for each skipped test of a JUnit
+# report (ctest's or pytest's) to $WORK/skipped.txt and prints how many there were.
+list_skipped() {
+  if [ ! -f "$1" ]; then echo 0; return; fi
+  /usr/bin/python3 - "$1" "$2" "$WORK/skipped.txt" <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+path, label, out = sys.argv[1:4]
+lines = []
+for case in ET.parse(path).getroot().iter("testcase"):
+    skip = case.find("skipped")
+    if skip is None:
+        continue
+    reason = (skip.get("message") or "").strip()
+    # ctest keeps the test's output: GoogleTest prints "<file>:<line>: Skipped" and then the reason.
+    out_text = case.findtext("system-out") or ""
+    m = re.search(r": Skipped\s*\n(.*)", out_text)
+    if m and m.group(1).strip():
+        reason = m.group(1).strip()
+    name, cls = case.get("name"), case.get("classname")
+    if cls and cls != name:
+        name = f"{cls}::{name}"
+    lines.append(f"{label}: {name}: {reason or 'no reason given'}")
+with open(out, "a") as f:
+    for line in lines:
+        f.write(line + "\n")
+print(len(lines))
+PY
+}
+
 # run_ctest BUILD_DIR [ctest args...]: runs the suite and adds its counts to PASSED/FAILED.
 run_ctest() {
-  local dir=$1 log="$WORK/ctest.log" rc=0 line total failed
+  local dir=$1 log="$WORK/ctest.log" xml="$WORK/ctest-junit.xml" rc=0 line total failed skipped
   shift
-  ctest --test-dir "$dir" -j"$JOBS" --output-on-failure "$@" 2>&1 | tee "$log" || rc=$?
-  # ctest ends with e.g. "98% tests passed, 1 test failed out of 57".
+  rm -f "$xml"
+  ctest --test-dir "$dir" -j"$JOBS" --output-on-failure --output-junit "$xml" "$@" 2>&1 | tee "$log" || rc=$?
+  # ctest ends with e.g. "98% tests passed, 1 test failed out of 57"; skipped tests count as
+  # passed there, so they are taken out again from the JUnit report, which has their reasons.
   line="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)"
   if [ -n "$line" ]; then
     failed="$(sed -E 's/.* ([0-9]+) tests? failed out of.*/\1/' <<<"$line")"
     total="$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")"
-    PASSED=$((PASSED + total - failed))
+    skipped="$(list_skipped "$xml" "$(basename "$dir") ctest")"
+    PASSED=$((PASSED + total - failed - skipped))
     FAILED=$((FAILED + failed))
+    SKIPPED=$((SKIPPED + skipped))
   elif [ "$rc" -ne 0 ]; then
     FAILED=$((FAILED + 1))  # ctest itself failed (e.g. test discovery) before counting anything
   fi
@@ -70,6 +110,7 @@ PY
 )"
     PASSED=$((PASSED + ${counts% *} - ${counts#* }))
     FAILED=$((FAILED + ${counts#* }))
+    SKIPPED=$((SKIPPED + $(list_skipped "$xml" "pytest")))
   fi
   if [ "$rc" -eq 5 ]; then echo "pytest collected no tests" >&2; fi
   if [ "$rc" -ne 0 ] && [ "$FAILED" -eq 0 ]; then FAILED=1; fi

@@ -1,4 +1,4 @@
-// Conformance of the tile codec against ../shared/conformance/deltacells (spec deltacells.md §10):
+// Conformance of the tile codec against the conformance data's deltacells/ (spec deltacells.md §10):
 // every valid tile parses with CRC verification and decodes to expected_tiles.json; every
 // corrupt tile is rejected with the rule its damage breaks (CRC on and off); re-encoding each
 // valid v1 tile reproduces it byte for byte (libzstd 1.5.4); vectors.json goldens.

@@ -2,7 +2,7 @@
 
 The suite runs against the package assembled in a CMake build tree (``<build>/python`` on
 ``PYTHONPATH``, see scripts/test.sh) or against an installed package. Conformance files come from
-``$TESSERA_CONFORMANCE_DIR`` or ``../shared/conformance`` beside the repository.
+``$TESSERA_CONFORMANCE_DIR`` when set, else the copy vendored in ``tests/data/conformance``.
 """
 import os
 import pathlib
@@ -17,8 +17,8 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def conformance() -> pathlib.Path:
-    """The shared conformance directory (tetration/, deltacells/, zagg/)."""
-    root = pathlib.Path(os.environ.get("TESSERA_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
+    """The conformance directory (tetration/, deltacells/, zagg/)."""
+    root = pathlib.Path(os.environ.get("TESSERA_CONFORMANCE_DIR") or REPO / "tests" / "data" / "conformance")
     if not root.is_dir():
         pytest.fail(f"conformance data not found at {root} (set TESSERA_CONFORMANCE_DIR)")
     return root

@@ -14,7 +14,7 @@ namespace tessera::ragged::test {
 
 namespace fs = std::filesystem;
 
-// ../shared/conformance/zagg
+// The zagg group of the conformance data (conformance_dir() / "zagg").
 fs::path zagg_dir();
 // The leaf directory of a spec fixture (`minimal`, `flux`, ...).
 fs::path fixture_leaf(const std::string& fixture);

@@ -20,8 +20,8 @@
 
 namespace tessera::testing {
 
-// The shared conformance data: $TESSERA_CONFORMANCE_DIR when set, else the directory configured
-// at build time.
+// The conformance data: $TESSERA_CONFORMANCE_DIR when set, else the copy vendored in the
+// repository (tests/data/conformance, configured at build time).
 std::filesystem::path conformance_dir();
 
 // The repository root the tests were built from (fuzz seeds, docs, scripts).

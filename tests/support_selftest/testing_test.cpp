@@ -189,6 +189,8 @@ TEST(ConformanceDir, EnvironmentOverridesBuildTimeDefault) {
   if (old) ::setenv("TESSERA_CONFORMANCE_DIR", saved.c_str(), 1);
   EXPECT_EQ(overridden, fs::path("/elsewhere/conformance"));
   EXPECT_EQ(built_in, fs::path(TESSERA_CONFORMANCE_DIR));
+  // The default is the copy vendored in the repository, so a clone anywhere finds its data.
+  EXPECT_EQ(fs::path(TESSERA_CONFORMANCE_DIR), tessera::testing::source_dir() / "tests" / "data" / "conformance");
   EXPECT_TRUE(fs::exists(tessera::testing::source_dir() / "CMakeLists.txt"));
 }
 

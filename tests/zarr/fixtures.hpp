@@ -17,7 +17,7 @@ namespace tessera::zarr::test {
 
 namespace fs = std::filesystem;
 
-// ../shared/conformance/zagg
+// The zagg group of the conformance data (conformance_dir() / "zagg").
 fs::path zagg_dir();
 
 // Every zarr.json below the zagg conformance folder, sorted.

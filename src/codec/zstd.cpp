@@ -45,6 +45,22 @@ FormatError too_long(std::span<const std::byte> src, std::uint64_t expected) {
   return length_mismatch(declared ? std::to_string(*declared) : "> " + std::to_string(expected), expected);
 }
 
+// Sum of the declared content sizes of the frames in `src`: ZSTD_CONTENTSIZE_UNKNOWN when one
+// frame does not declare its size (or the sum overflows), ZSTD_CONTENTSIZE_ERROR when `src` is not
+// a sequence of well-formed frames.
+unsigned long long declared_total(std::span<const std::byte> src) {
+  unsigned long long declared = 0;
+  for (std::span<const std::byte> rest = src; !rest.empty() && declared != ZSTD_CONTENTSIZE_UNKNOWN;) {
+    const unsigned long long n = ZSTD_getFrameContentSize(rest.data(), rest.size());
+    const std::size_t frame = ZSTD_findFrameCompressedSize(rest.data(), rest.size());
+    if (n == ZSTD_CONTENTSIZE_ERROR || ZSTD_isError(frame)) return ZSTD_CONTENTSIZE_ERROR;
+    if (n == ZSTD_CONTENTSIZE_UNKNOWN || declared + n < declared) declared = ZSTD_CONTENTSIZE_UNKNOWN;
+    else declared += n;
+    rest = rest.subspan(frame);
+  }
+  return declared;
+}
+
 }  // namespace
 
 void zstd_decompress_into(std::span<const std::byte> src, std::span<std::byte> dst) {
@@ -95,16 +111,8 @@ void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_by
     return LimitError("zstd: decoded size exceeds the limit of " + std::to_string(max_bytes) + " bytes");
   };
   // Fast path: every frame declares its size, so the output is sized once, exactly.
-  // Sum of the frames' declared sizes, or UNKNOWN when one frame does not declare its size.
-  unsigned long long declared = 0;
-  for (std::span<const std::byte> rest = src; !rest.empty() && declared != ZSTD_CONTENTSIZE_UNKNOWN;) {
-    const unsigned long long n = ZSTD_getFrameContentSize(rest.data(), rest.size());
-    const std::size_t frame = ZSTD_findFrameCompressedSize(rest.data(), rest.size());
-    if (n == ZSTD_CONTENTSIZE_ERROR || ZSTD_isError(frame)) throw FormatError("zstd error: not a sequence of valid zstd frames");
-    if (n == ZSTD_CONTENTSIZE_UNKNOWN || declared + n < declared) declared = ZSTD_CONTENTSIZE_UNKNOWN;
-    else declared += n;
-    rest = rest.subspan(frame);
-  }
+  const unsigned long long declared = declared_total(src);
+  if (declared == ZSTD_CONTENTSIZE_ERROR) throw FormatError("zstd error: not a sequence of valid zstd frames");
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN) {
     if (declared > max_bytes) throw too_large();
     out.resize(static_cast<std::size_t>(declared));

@@ -8,6 +8,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -104,6 +105,10 @@ struct ExportDataset {
   tet::Codec codec = tet::Codec::Raw;
   zarr::DataType type;
   std::vector<std::byte> fill;  // one element
+  // The Zarr chunk shape: the .tet chunk shape clamped to the array shape (compat X13). Along an
+  // axis whose chunk is longer than the array there is one chunk either way, so the grid and
+  // every tile are the same, but the padded edge chunk is no larger than the data.
+  std::vector<std::uint64_t> chunk_shape;
 };
 
 Json array_metadata(const ExportDataset& x, const tet::DatasetMetadata* md) {
@@ -117,7 +122,7 @@ Json array_metadata(const ExportDataset& x, const tet::DatasetMetadata* md) {
   if (x.codec == tet::Codec::Zstd) codecs.push_back({{"name", "zstd"}, {"configuration", {{"level", 0}, {"checksum", false}}}});
   Json meta = Json::object();
   meta["attributes"] = std::move(attributes);
-  meta["chunk_grid"] = {{"name", "regular"}, {"configuration", {{"chunk_shape", ds.chunk_shape}}}};
+  meta["chunk_grid"] = {{"name", "regular"}, {"configuration", {{"chunk_shape", x.chunk_shape}}}};
   meta["chunk_key_encoding"] = {{"name", "default"}, {"configuration", {{"separator", "/"}}}};
   meta["codecs"] = std::move(codecs);
   meta["data_type"] = x.type.name;
@@ -153,6 +158,7 @@ std::vector<ExportDataset> plan_export(const tet::TetFile& file, const std::stri
     x.codec = static_cast<tet::Codec>(first);
     x.type = zarr::DataType::fixed(ds.dtype);
     x.fill = zarr::zero_fill(x.type).element;
+    for (std::size_t d = 0; d < ds.ndim(); ++d) x.chunk_shape.push_back(std::min(ds.chunk_shape[d], ds.shape[d]));
     if (const auto* md = file.metadata_of(ds.name)) {
       const auto attr = md->attrs.find("_FillValue");
       if (attr != md->attrs.end())
@@ -172,7 +178,7 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
   const std::size_t nd = ds.ndim();
   const std::size_t es = ds.element_size();
   std::uint64_t full_elements = 1;
-  for (const auto c : ds.chunk_shape) full_elements = checked_mul(full_elements, c, "chunk size");
+  for (const auto c : x.chunk_shape) full_elements = checked_mul(full_elements, c, "chunk size");
   const std::size_t full_bytes = checked_size(checked_mul(full_elements, es, "chunk size"));
   const std::uint64_t n = ds.entry_of_chunk.size();
   tbb::parallel_for(std::uint64_t{0}, n, [&](std::uint64_t ordinal) {
@@ -187,7 +193,10 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
     for (const auto c : coords) key += "/" + std::to_string(c);
     const std::uint32_t entry_index = ds.entry_of_chunk[ordinal];
     const tet::ChunkEntry& entry = file.entry(entry_index);
-    if (extent == ds.chunk_shape) {  // interior tile: the stored bytes are already a Zarr chunk
+    if (extent == x.chunk_shape) {  // interior tile: the stored bytes are already a Zarr chunk
+      // A zstd payload is copied without decoding, so it is proven first: an export never
+      // writes a chunk that no reader can decode.
+      if (x.codec == tet::Codec::Zstd) tet::check_chunk_payload(file.source(), entry, entry_index);
       if (const std::byte* p = file.source().view(entry.payload_offset, entry.stored_byte_len)) {
         store.put(key, {p, checked_size(entry.stored_byte_len)});
       } else {
@@ -195,11 +204,11 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
       }
       return;
     }
-    std::vector<std::byte> tile(checked_size(entry.raw_byte_len));
+    std::vector<std::byte> tile;
     file.decode_chunk(entry_index, tile);
     std::vector<std::byte> chunk(full_bytes);
     for (std::size_t at = 0; at < full_bytes; at += es) std::copy(x.fill.begin(), x.fill.end(), chunk.begin() + at);
-    detail::copy_box(tile.data(), extent, std::vector<std::uint64_t>(nd, 0), chunk.data(), ds.chunk_shape,
+    detail::copy_box(tile.data(), extent, std::vector<std::uint64_t>(nd, 0), chunk.data(), x.chunk_shape,
                      std::vector<std::uint64_t>(nd, 0), extent, es);
     if (x.codec == tet::Codec::Zstd) chunk = codec::zstd_compress(chunk, {3, true, false});
     store.put(key, chunk);

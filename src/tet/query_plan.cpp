@@ -238,8 +238,6 @@ const std::byte* tile_view(const Plan& plan, std::size_t k) {
 const std::byte* tile_bytes(const Plan& plan, std::size_t k, std::vector<std::byte>& scratch) {
   if (const std::byte* v = tile_view(plan, k)) return v;
   const std::uint32_t entry = plan.chunks[k].entry;
-  const ChunkEntry& e = plan.file->entry(entry);
-  scratch.resize(checked_size(e.raw_byte_len));
   plan.file->decode_chunk(entry, scratch);
   return scratch.data();
 }

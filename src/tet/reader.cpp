@@ -5,6 +5,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "tessera/codec/zstd.hpp"
@@ -224,6 +225,9 @@ const DatasetMetadata* TetFile::metadata_of(std::string_view name) const noexcep
 
 namespace {
 
+// The most bytes a zstd frame header can take (ZSTD_FRAMEHEADERSIZE_MAX).
+constexpr std::size_t kZstdFrameHeaderMax = 18;
+
 // The stored bytes of a chunk: a view into memory-resident sources, else a per-thread copy
 // (valid until the next call on the same thread).
 std::span<const std::byte> stored_payload(const io::ByteSource& source, const ChunkEntry& e) {
@@ -275,6 +279,36 @@ void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std:
 
 void TetFile::decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) const {
   decode_chunk_payload(*source_, layout_.entries[entry_index], entry_index, dst);
+}
+
+void TetFile::decode_chunk(std::uint32_t entry_index, std::vector<std::byte>& scratch) const {
+  const ChunkEntry& e = layout_.entries[entry_index];
+  if (e.codec == static_cast<std::uint32_t>(Codec::Zstd)) {
+    // Raw tiles are bounded by the file (S13); a zstd tile only by its payload's expansion, which
+    // no valid payload takes past 32768:1. A first frame that declares more than the tile fails too.
+    if (e.raw_byte_len > codec::zstd_max_decoded_size(e.stored_byte_len)) {
+      rethrow_as_chunk_error(*source_, entry_index,
+                             FormatError("raw_byte_len " + std::to_string(e.raw_byte_len) + " is more than a " +
+                                         std::to_string(e.stored_byte_len) + "-byte zstd payload can decode to"));
+    }
+    std::array<std::byte, kZstdFrameHeaderMax> header{};
+    const auto head = std::span(header).first(static_cast<std::size_t>(std::min<std::uint64_t>(e.stored_byte_len, header.size())));
+    source_->read_at(e.payload_offset, head);
+    const auto declared = codec::zstd_frame_content_size(head);
+    if (declared && *declared > e.raw_byte_len) {
+      rethrow_as_chunk_error(*source_, entry_index,
+                             FormatError("decoded payload length " + std::to_string(*declared) + " != raw_byte_len " +
+                                         std::to_string(e.raw_byte_len)));
+    }
+    // A large tile that expands far more than ordinary data does (constant fill chunks do, crafted
+    // files claim to) is first proven by streaming it through a small window.
+    constexpr std::uint64_t kLargeTile = std::uint64_t{16} << 20;
+    constexpr std::uint64_t kOrdinaryExpansion = 64;
+    if (e.raw_byte_len > kLargeTile && e.raw_byte_len / kOrdinaryExpansion > e.stored_byte_len)
+      check_chunk_payload(*source_, e, entry_index);
+  }
+  scratch.resize(checked_size(e.raw_byte_len, "chunk raw_byte_len"));
+  decode_chunk(entry_index, std::span<std::byte>(scratch));
 }
 
 std::vector<std::uint64_t> touched_chunks(const AxisRange& r, std::uint64_t cs) {
@@ -389,7 +423,6 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
     }
     const std::uint32_t entry = ds.entry_of_chunk[ds.chunk_ordinal({coords.data(), nd})];
     thread_local std::vector<std::byte> scratch;
-    scratch.resize(checked_size(layout_.entries[entry].raw_byte_len));
     decode_chunk(entry, scratch);
     scatter_tile(scratch.data(), {extent.data(), nd}, axes, out_shape, es, dst.data());
   };

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,11 +84,15 @@ void ignore_sigpipe_once() {
   std::call_once(once, [] { ::signal(SIGPIPE, SIG_IGN); });
 }
 
-int wait_for(pid_t pid) {
+// Waits for `pid`; returns its exit code (128 + signal when killed) and, when asked, the child's
+// own peak resident set size in KiB (wait4 reports that child alone, not all children so far).
+int wait_for(pid_t pid, long* peak_rss_kib = nullptr) {
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw_errno(errno, "waitpid");
+  struct rusage usage {};
+  while (::wait4(pid, &status, 0, &usage) < 0) {
+    if (errno != EINTR) throw_errno(errno, "wait4");
   }
+  if (peak_rss_kib != nullptr) *peak_rss_kib = usage.ru_maxrss;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
@@ -215,7 +220,7 @@ RunResult run_process(const std::vector<std::string>& argv, const RunOptions& op
     wait_for(pid);
     throw;
   }
-  result.rc = wait_for(pid);
+  result.rc = wait_for(pid, &result.peak_rss_kib);
   return result;
 }
 

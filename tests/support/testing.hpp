@@ -62,6 +62,7 @@ struct RunResult {
   int rc = -1;      // exit status, or 128 + signal number when the child was killed by a signal
   std::string out;  // everything the child wrote to stdout
   std::string err;  // everything the child wrote to stderr
+  long peak_rss_kib = 0;  // the child's peak resident set size (ru_maxrss of that process alone)
 };
 
 struct RunOptions {

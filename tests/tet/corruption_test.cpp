@@ -18,6 +18,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "crafted_file.hpp"
 #include "support/testing.hpp"
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/endian.hpp"
@@ -246,28 +247,7 @@ TEST(HugeCounts, ShapeExtentsNear2To64) {
 // One u8 dataset of `shape`/`chunk` (rank 1) with zstd entries of the given raw lengths, each
 // payload a tiny valid frame (the reader checks lengths only when decoding).
 std::vector<std::byte> u8_file(std::uint64_t shape, std::uint64_t chunk, const std::vector<std::uint64_t>& raw_lens) {
-  DatasetRecord rec{"x", tag_from_dtype(DType::U8), {shape}, {chunk}};
-  std::vector<std::byte> blob;
-  rec.append_to(blob);
-  const std::uint64_t index_offset = align8(40 + blob.size());
-  const std::uint64_t index_len = ChunkIndexHeader::kSize + ChunkEntry::kSize * raw_lens.size();
-  const std::vector<std::byte> frame = codec::zstd_compress(std::vector<std::byte>(4));
-  std::vector<std::byte> out(index_offset + index_len);
-  Superblock{kLayoutVersion, 1, 0, index_offset, index_len}.encode_to(out.data());
-  store_le<std::uint64_t>(out.data() + 32, blob.size());
-  std::copy(blob.begin(), blob.end(), out.begin() + 40);
-  ChunkIndexHeader{1, raw_lens.size(), 0, 0}.encode_to(out.data() + index_offset);
-  for (std::size_t i = 0; i < raw_lens.size(); ++i) {
-    ChunkEntry e;
-    e.chunk_index[0] = i;
-    e.payload_offset = out.size() + i * frame.size();
-    e.raw_byte_len = raw_lens[i];
-    e.stored_byte_len = frame.size();
-    e.codec = static_cast<std::uint32_t>(Codec::Zstd);
-    e.encode_to(out.data() + index_offset + ChunkIndexHeader::kSize + i * ChunkEntry::kSize);
-  }
-  for (std::size_t i = 0; i < raw_lens.size(); ++i) out.insert(out.end(), frame.begin(), frame.end());
-  return out;
+  return crafted::u8_file(shape, chunk, raw_lens, codec::zstd_compress(std::vector<std::byte>(4)));
 }
 
 TEST(ExtentsNear2To64, SingleChunkOfTheWholeRange) {

@@ -51,4 +51,13 @@ std::size_t zstd_compress_append(std::span<const std::byte> src, std::vector<std
 // The frame's declared content size, if the header is valid and declares one.
 std::optional<std::uint64_t> zstd_frame_content_size(std::span<const std::byte> src);
 
+// The most bytes that `compressed_bytes` of valid zstd data can decode to. Every block decodes to
+// at most 128 KiB and costs at least 4 bytes (3 of header, 1 of RLE payload), so no frame beats a
+// ratio of 32768:1. A size field that claims more than this for a payload is a lie, and a reader
+// rejects it before allocating anything of that size.
+constexpr std::uint64_t kZstdMaxExpansion = 32768;
+constexpr std::uint64_t zstd_max_decoded_size(std::uint64_t compressed_bytes) noexcept {
+  return compressed_bytes > UINT64_MAX / kZstdMaxExpansion ? UINT64_MAX : compressed_bytes * kZstdMaxExpansion;
+}
+
 }  // namespace tessera::codec

@@ -113,6 +113,10 @@ bool EpochIterator::next(EpochBatch& out) {
     // compressed cache, so making room for the tiles ahead evicts a finished tile, not this one.
     const std::size_t ahead_end = std::min<std::size_t>(tiles_.size(), static_cast<std::size_t>(k + 1 + o_.prefetch_tiles));
     ds_.prefetch(std::span(tiles_).subspan(k, ahead_end - k));
+    // The buffer below grows by the manifest's tile_cells, a number from the file: the tile's own
+    // header must confirm it first (D2 in the fetch), or a manifest claiming 2^60 cells would
+    // have us buffer them. The batch needs this tile's bytes right after, so nothing is fetched twice.
+    ds_.get_tile(tiles_[k]);
     const auto [lo, hi] = ds_.tile_bounds(tiles_[k]);
     const std::size_t old = buffer_.size();
     for (std::uint64_t c = lo; c < hi; ++c) buffer_.push_back(static_cast<std::int64_t>(c));

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <pwd.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,25 +103,6 @@ void make_directories(const std::string& path) {
     struct stat st {};
     if (e == EEXIST && ::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
     throw IoError("cannot create the obs cache directory " + prefix + ": " + errno_text(e), prefix);
-  }
-}
-
-FileLock::FileLock(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) throw IoError("cannot open the obs cache lock " + path + ": " + errno_text(errno), path);
-  while (::flock(fd_, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    const int e = errno;
-    ::close(fd_);
-    fd_ = -1;
-    throw IoError("cannot lock the obs cache lock " + path + ": " + errno_text(e), path);
-  }
-}
-
-FileLock::~FileLock() {
-  if (fd_ >= 0) {
-    ::flock(fd_, LOCK_UN);
-    ::close(fd_);
   }
 }
 

@@ -1,7 +1,7 @@
 // The file-system side of the local obs cache (spec deltacells.md §6.9): the cache root as the
 // Python reference resolves and prints it (`~` expansion, pathlib normalization), the cache file
-// name of a column, the BSD `flock` on `<root>/<fingerprint>/.lock`, and a plain file sink for the
-// `<file>.tmp<pid>` files the localizer writes and renames itself.
+// name of a column, and a plain file sink for the `<file>.tmp<pid>` files the localizer writes and
+// renames itself (under io::FileLock on `<root>/<fingerprint>/.lock`).
 #pragma once
 
 #include <cstdint>
@@ -31,19 +31,6 @@ bool file_exists(const std::string& path) noexcept;
 
 // `mkdir -p` with mode 0777 before umask; IoError naming the directory.
 void make_directories(const std::string& path);
-
-// An exclusive BSD flock on `path` (opened for appending, created 0666 before umask), held until
-// destruction. Blocks until granted.
-class FileLock {
- public:
-  explicit FileLock(const std::string& path);
-  ~FileLock();
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 // Writes straight to `path` (created or truncated), buffered; `commit()` flushes, fsyncs and
 // closes it. Nothing is renamed and nothing is deleted: the caller owns the file's fate.

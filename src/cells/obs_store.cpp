@@ -20,6 +20,7 @@
 #include "tessera/cells/report.hpp"
 #include "tessera/columnar/arrow_ipc.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/file_lock.hpp"
 
 namespace tessera::cells {
 namespace {
@@ -203,7 +204,7 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
   // C3: one localize per process at a time, one per node through the flock.
   std::lock_guard in_process(localize_mu);
   obs_cache::make_directories(dir);
-  obs_cache::FileLock lock(fingerprint_dir + "/.lock");
+  io::FileLock lock(fingerprint_dir + "/.lock", "obs cache lock");
   remove_stale_temporaries(dir);
   const std::vector<std::string> missing = missing_now();
   if (missing.empty()) return {};

@@ -12,6 +12,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/text.hpp"
 #include "tessera/io/byte_sink.hpp"
+#include "tessera/io/file_lock.hpp"
 #include "tessera/tet/query_engine.hpp"
 
 namespace tessera::tet {
@@ -94,6 +95,14 @@ void record_query_history(const QueryDocument& doc, const std::optional<std::str
   const HistorySettings s = history_settings();
   if (s.disabled) return;
   if (!s.path) throw IoError("no cache directory for query history (set TET_QUERY_HISTORY_FILE)");
+  const fs::path parent = fs::path(*s.path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+  }
+  // Read, append and replace under one lock: concurrent queries each add their row, none is lost
+  // to another's replacement.
+  const io::FileLock lock(*s.path + ".lock", "query history lock");
   std::vector<HistoryEntry> rows = load_history(*s.path);
   HistoryEntry e;
   e.at = static_cast<std::int64_t>(std::time(nullptr));
@@ -107,11 +116,6 @@ void record_query_history(const QueryDocument& doc, const std::optional<std::str
   if (rows.size() > s.max) rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(s.max));
   std::string text;
   for (const auto& r : rows) text += codec::json::dump(entry_json(r)) + "\n";
-  const fs::path parent = fs::path(*s.path).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    fs::create_directories(parent, ec);
-  }
   io::write_file_atomic(*s.path, std::as_bytes(std::span(text)));
 }
 

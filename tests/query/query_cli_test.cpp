@@ -6,6 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
 
 #include "support/testing.hpp"
 
@@ -109,6 +113,31 @@ TEST_F(QueryCli, HistoryKeepLimitAndDisable) {
   options_.env.emplace_back("TET_NO_QUERY_HISTORY", "yes");
   ASSERT_EQ(cli({"query", R"({"dataset":"temperature","max":[]})", "-t", "./sample.tet", "-x", "-q"}).rc, 0);
   EXPECT_EQ(testing::read_file_text(dir_ / "hist/query_history.jsonl"), text);
+}
+
+TEST_F(QueryCli, ConcurrentQueriesKeepEveryHistoryRow) {
+  // Twelve processes record twelve distinct queries at once: each row must survive (the history
+  // is read, extended and replaced under one lock), and the file stays one JSON object per line.
+  constexpr int kQueries = 12;
+  std::vector<std::thread> threads;
+  std::vector<int> rcs(kQueries, -1);
+  for (int i = 0; i < kQueries; ++i) {
+    threads.emplace_back([&, i] {
+      static constexpr int kAxis1[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+      const std::string doc = "{\"dataset\":\"temperature\",\"selection\":[{\"start\":" + std::to_string(i % 2) +
+                              "},{\"start\":" + std::to_string(kAxis1[i / 2][0]) +
+                              ",\"stop\":" + std::to_string(kAxis1[i / 2][1]) + "}]}";
+      rcs[i] = cli({"query", doc, "-t", "./sample.tet"}).rc;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kQueries; ++i) EXPECT_EQ(rcs[i], 0) << "query " << i;
+  const auto text = testing::read_file_text(dir_ / "hist/query_history.jsonl");
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), kQueries) << text;
+  std::set<std::string> distinct;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) distinct.insert(nlohmann::json::parse(line).at("query").dump());
+  EXPECT_EQ(distinct.size(), static_cast<std::size_t>(kQueries));
 }
 
 }  // namespace

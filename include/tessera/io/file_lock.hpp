@@ -1,0 +1,34 @@
+// Advisory exclusive locks between processes on one machine: a BSD `flock` on a lock file. The
+// obs cache serialises its localizers on `<fingerprint>/.lock` (the Python reference takes the
+// same lock), the query history its read-modify-write on `<history>.lock`, and a ragged build the
+// whole store on `<store>/.tessera-build.lock`, so concurrent writers neither interleave nor lose
+// each other's work. The lock goes with the process: a killed holder never leaves it held.
+#pragma once
+
+#include <string>
+
+namespace tessera::io {
+
+class FileLock {
+ public:
+  enum class Wait {
+    Block,       // wait until the lock is granted
+    FailIfHeld,  // IoError "{path}: in use by pid {N} ({what})" when another process holds it
+  };
+  // Opens `path` (created 0666 before umask) and takes an exclusive lock on it; `what` names the
+  // lock in IoErrors ("cannot lock the {what} {path}: {errno}"). With FailIfHeld the holder writes
+  // its pid into the file, so the process refused can say who holds it.
+  FileLock(const std::string& path, const std::string& what, Wait wait = Wait::Block);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Whether the writer whose pid is in a temporary's name is gone (no such process), so the
+// temporary it left is garbage. A live process, or one that cannot be signalled, is not gone.
+bool writer_is_gone(long pid) noexcept;
+
+}  // namespace tessera::io

@@ -1,0 +1,62 @@
+#include "tessera/io/file_lock.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "tessera/core/error.hpp"
+
+namespace tessera::io {
+namespace {
+
+// The pid a holder wrote into the lock file, as text ("unknown" when there is none yet).
+std::string holder_of(int fd) {
+  std::array<char, 24> buf{};
+  const ssize_t n = ::pread(fd, buf.data(), buf.size() - 1, 0);
+  std::string pid;
+  for (ssize_t i = 0; i < n && buf[static_cast<std::size_t>(i)] >= '0' && buf[static_cast<std::size_t>(i)] <= '9'; ++i)
+    pid += buf[static_cast<std::size_t>(i)];
+  return pid.empty() ? "unknown" : pid;
+}
+
+}  // namespace
+
+FileLock::FileLock(const std::string& path, const std::string& what, Wait wait) {
+  // Appending keeps a lock file shared with other programs (the obs cache's) byte-for-byte theirs;
+  // a lock that records its holder rewrites the file instead.
+  const int flags = wait == Wait::Block ? O_WRONLY | O_APPEND : O_RDWR;
+  fd_ = ::open(path.c_str(), flags | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) throw IoError("cannot open the " + what + " " + path + ": " + std::strerror(errno), path);
+  const int operation = wait == Wait::Block ? LOCK_EX : LOCK_EX | LOCK_NB;
+  while (::flock(fd_, operation) != 0) {
+    if (errno == EINTR) continue;
+    const int e = errno;
+    const std::string holder = e == EWOULDBLOCK ? holder_of(fd_) : std::string();
+    ::close(fd_);
+    fd_ = -1;
+    if (e == EWOULDBLOCK) throw IoError(path + ": in use by pid " + holder + " (" + what + ")", path);
+    throw IoError("cannot lock the " + what + " " + path + ": " + std::strerror(e), path);
+  }
+  if (wait == Wait::FailIfHeld) {
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      // The lock is held all the same; only the holder's name for a refused process is missing.
+    }
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+}
+
+bool writer_is_gone(long pid) noexcept { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+}  // namespace tessera::io

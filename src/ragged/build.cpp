@@ -24,6 +24,7 @@
 #include "tessera/codec/checksum.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/file_lock.hpp"
 #include "tessera/ragged/geocode.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/hive_writer.hpp"
@@ -87,7 +88,7 @@ class Spill {
       const std::string name = e.path().filename().string();
       if (name.rfind(".tessera-build-", 0) != 0) continue;
       const long pid = std::strtol(name.c_str() + 15, nullptr, 10);
-      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+      if (io::writer_is_gone(pid)) fs::remove_all(e.path(), ec);
     }
     fs::remove_all(dir_);
     fs::create_directories(dir_);
@@ -234,6 +235,10 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
   BuildReport report;
   report.semantic_hash = o.leaf.semantic_hash;
   fs::create_directories(out);
+  // One build per store at a time: a second one (another process, with or without --overwrite)
+  // is refused at once, naming the first one's pid, instead of both racing over the same leaves.
+  const io::FileLock lock((fs::path(out) / kBuildLockName).string(), "one ragged build per store at a time",
+                           io::FileLock::Wait::FailIfHeld);
   io::DirectoryStore store(out);
   const LeafGeometry& g = o.leaf.geometry;
   if (g.flat) {

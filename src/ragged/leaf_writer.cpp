@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -20,6 +21,7 @@
 #include "tessera/codec/checksum.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/file_lock.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/hive_writer.hpp"
 #include "tessera/ragged/leaf_meta.hpp"
@@ -208,10 +210,16 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
     tmp_key_ = leaf_key_ + ".tmp-" + std::to_string(::getpid());
     if (!overwrite && is_leaf_committed(hive, shard))
       throw UsageError(leaf_key_ + ": a committed leaf already exists (use --overwrite to replace it)");
-    // Temporaries of earlier, interrupted writers of this leaf.
+    // Temporaries of earlier writers of this leaf that were interrupted: their pid is in the name,
+    // and only those whose process is gone (or this process's own) are removed, never the staging
+    // leaf of a writer still at work.
     const std::string parent = parent_of(leaf_key_), base = basename_of(leaf_key_);
-    for (const std::string& name : store_->list_dir(parent).prefixes)
-      if (name.rfind(base + ".tmp-", 0) == 0 || name.rfind(base + ".old-", 0) == 0) store_->erase_prefix(io::join_key(parent, name));
+    for (const std::string& name : store_->list_dir(parent).prefixes) {
+      const bool temporary = name.rfind(base + ".tmp-", 0) == 0 || name.rfind(base + ".old-", 0) == 0;
+      if (!temporary) continue;
+      const long pid = std::strtol(name.c_str() + base.size() + 5, nullptr, 10);
+      if (pid == ::getpid() || io::writer_is_gone(pid)) store_->erase_prefix(io::join_key(parent, name));
+    }
     if (auto* dir = dynamic_cast<io::DirectoryStore*>(store_)) staging_ = std::make_unique<StagingStore>(*dir);
   }
 
@@ -443,6 +451,11 @@ LeafReport LeafWriter::commit(const std::string& writer) {
   // The stamp is the leaf's last write; the swap publishes the finished leaf.
   zarr::write_group(leaf_store(), tmp_key_, {Json{{"morton_hive_commit", hive::stamp_document(stamp)}}});
   if (staging_) static_cast<StagingStore&>(*staging_).sync(tmp_key_);
+  // The sibling stats.json describes the leaf in place. It is removed before the swap and the new
+  // one written after, so a kill in between leaves a leaf without a stats record, never one whose
+  // record's content hashes are another leaf's.
+  const std::string stats_key = io::join_key(parent_of(leaf_key_), "stats.json");
+  store_->erase(stats_key);
   swap_into_place();
   committed_ = true;
   report.written = true;
@@ -468,7 +481,7 @@ LeafReport LeafWriter::commit(const std::string& writer) {
     record["success"] = true;
     record["error"] = nullptr;
     const std::string text = codec::json::dump(record, {-1, false, codec::json::FloatStyle::Python, true});
-    store_->put(io::join_key(parent_of(leaf_key_), "stats.json"), codec::as_bytes(text));
+    store_->put(stats_key, codec::as_bytes(text));
   } catch (const std::exception& e) {
     report.warnings.push_back(leaf_key_ + ": stats sidecar not written: " + e.what());
   }

@@ -31,6 +31,9 @@ enum class TimeFormat : std::uint8_t { Iso, UnixNs, GpsNs, TocNs };
 // "iso" | "unix-ns" | "gps-ns" | "toc-ns" (UsageError otherwise).
 TimeFormat parse_time_format(std::string_view name);
 
+// The lock file a build holds in its output store for its whole run (io::FileLock).
+inline constexpr const char* kBuildLockName = ".tessera-build.lock";
+
 struct BuildOptions {
   std::vector<std::string> inputs;  // CSV files or directories of .npy columns
   std::string lat_col = "lat";

@@ -2,6 +2,8 @@
 // counting wrapper.
 #include "tessera/io/store.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -117,7 +119,23 @@ void Store::erase_prefix(const std::string& prefix) {
 
 // ---- DirectoryStore -----------------------------------------------------------------------
 
-DirectoryStore::DirectoryStore(std::string root, OpenMode mode) : root_(std::move(root)), mode_(mode) {}
+namespace {
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> directory_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  return std::pair<std::uint64_t, std::uint64_t>{st.st_dev, st.st_ino};
+}
+
+}  // namespace
+
+DirectoryStore::DirectoryStore(std::string root, OpenMode mode)
+    : root_(std::move(root)), mode_(mode), root_identity_(directory_identity(root_)) {}
+
+void DirectoryStore::check_not_replaced() const {
+  if (root_identity_ && directory_identity(root_) != root_identity_)
+    throw IoError(root_ + ": replaced while it was being read (open it again to read the new version)", root_);
+}
 
 std::string DirectoryStore::path_of(const std::string& key) const {
   const fs::path rel(key);
@@ -130,28 +148,35 @@ std::string DirectoryStore::path_of(const std::string& key) const {
 std::unique_ptr<ByteSource> DirectoryStore::open(const std::string& key) const {
   const auto path = path_of(key);
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return nullptr;
-  return open_file(path, mode_);
+  std::unique_ptr<ByteSource> source = fs::is_regular_file(path, ec) ? open_file(path, mode_) : nullptr;
+  check_not_replaced();  // after the open: the object came from the pinned directory, or this throws
+  return source;
 }
 
 std::unique_ptr<ByteSource> DirectoryStore::open_pread(const std::string& key) const {
   const auto path = path_of(key);
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return nullptr;
-  return open_file(path, OpenMode::Pread);
+  std::unique_ptr<ByteSource> source = fs::is_regular_file(path, ec) ? open_file(path, OpenMode::Pread) : nullptr;
+  check_not_replaced();
+  return source;
 }
 
 bool DirectoryStore::exists(const std::string& key) const {
   std::error_code ec;
-  return fs::is_regular_file(path_of(key), ec);
+  const bool found = fs::is_regular_file(path_of(key), ec);
+  check_not_replaced();
+  return found;
 }
 
 std::vector<std::string> DirectoryStore::list(const std::string& prefix) const {
   std::vector<std::string> keys;
   const fs::path base = prefix.empty() ? fs::path(root_) : fs::path(path_of(prefix));
   std::error_code ec;
-  if (!fs::exists(base, ec)) return keys;
-  if (fs::is_regular_file(base, ec)) return {prefix};
+  const bool present = fs::exists(base, ec);
+  if (!present || fs::is_regular_file(base, ec)) {  // nothing below, or the prefix is one object
+    check_not_replaced();
+    return present ? std::vector<std::string>{prefix} : keys;
+  }
   for (auto it = fs::recursive_directory_iterator(base, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     const fs::path rel = fs::relative(it->path(), root_);
@@ -162,6 +187,7 @@ std::vector<std::string> DirectoryStore::list(const std::string& prefix) const {
     if (it->is_regular_file()) keys.push_back(rel.generic_string());
   }
   if (ec) throw IoError("cannot list directory: " + ec.message(), base.string());
+  check_not_replaced();
   std::sort(keys.begin(), keys.end());
   return keys;
 }
@@ -202,9 +228,13 @@ std::optional<RangeRead> DirectoryStore::get_suffix(const std::string& key, std:
 std::optional<std::uint64_t> DirectoryStore::size(const std::string& key) const {
   std::error_code ec;
   const fs::path path = path_of(key);
-  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  if (!fs::is_regular_file(path, ec)) {
+    check_not_replaced();
+    return std::nullopt;
+  }
   const auto n = fs::file_size(path, ec);
   if (ec) throw IoError("cannot stat: " + ec.message(), path.string());
+  check_not_replaced();
   return n;
 }
 
@@ -212,7 +242,10 @@ DirListing DirectoryStore::list_dir(const std::string& prefix) const {
   DirListing out;
   const fs::path base = prefix.empty() ? fs::path(root_) : fs::path(path_of(prefix));
   std::error_code ec;
-  if (!fs::is_directory(base, ec)) return out;
+  if (!fs::is_directory(base, ec)) {
+    check_not_replaced();
+    return out;
+  }
   for (auto it = fs::directory_iterator(base, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string child = it->path().filename().string();
     if (child.empty() || child[0] == '.') continue;
@@ -220,6 +253,7 @@ DirListing DirectoryStore::list_dir(const std::string& prefix) const {
     else if (it->is_regular_file(ec)) out.objects.push_back(child);
   }
   if (ec) throw IoError("cannot list directory: " + ec.message(), base.string());
+  check_not_replaced();
   std::sort(out.objects.begin(), out.objects.end());
   std::sort(out.prefixes.begin(), out.prefixes.end());
   return out;

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tessera/io/byte_source.hpp"
@@ -76,6 +77,12 @@ class Store {
 
 // A local directory. Keys must not escape the root ("..", absolute paths are refused).
 // Listings skip names starting with '.' (temporary files of in-flight atomic writes).
+// A local directory. A store opened on an existing directory is pinned to it: writers replace a
+// dataset, a leaf or an export by exchanging a finished directory with the old one, and a reader
+// must see the old version or the new one, never a mix. Every read (open, get, size, exists,
+// list) checks, after it has resolved its path, that the root is still the directory the store
+// was opened on, and otherwise throws IoError "{root}: replaced while it was being read (open it
+// again to read the new version)". Objects already opened stay readable. Writes are not checked.
 class DirectoryStore final : public Store {
  public:
   explicit DirectoryStore(std::string root, OpenMode mode = OpenMode::Mmap);
@@ -99,8 +106,12 @@ class DirectoryStore final : public Store {
 
  private:
   std::unique_ptr<ByteSource> open_pread(const std::string& key) const;
+  // Throws when the root is no longer the directory the store was opened on (see above).
+  void check_not_replaced() const;
   std::string root_;
   OpenMode mode_;
+  // st_dev and st_ino of the root at construction; unset when it did not exist then.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> root_identity_;
 };
 
 // Objects held in memory (tests, fuzzing, staging). Keys must satisfy `is_valid_key`

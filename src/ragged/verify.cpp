@@ -34,8 +34,16 @@ class Verifier {
   explicit Verifier(const io::Store& store) : store_(store) {}
 
   StoreVerifyReport run() {
+    // A store is a Zarr hierarchy from its root document on: without one there is nothing that
+    // could verify (an empty directory, a deltacells dataset, an export whose root never came).
+    if (!store_.exists("zarr.json")) {
+      fail("zarr.json", "metadata", "the store has no root zarr.json: not a Zarr store, or one not yet committed");
+      return std::move(report_);
+    }
+    std::set<std::string> undecodable;  // nodes already reported: their objects are not orphans too
     const auto nodes = zarr::walk_nodes(store_, "", [&](const std::string& key, const Error& e) {
       fail(key, "metadata", e.what());
+      undecodable.insert(key);
     });
     report_.nodes = nodes.size();
     for (const auto& node : nodes)
@@ -46,6 +54,7 @@ class Verifier {
     for (const auto& node : nodes)
       if (node.is_array && (node.path == "morton" || node.path.ends_with("/morton"))) check_morton(node.path);
     check_stamp();
+    check_orphans(nodes, undecodable);
     return std::move(report_);
   }
 
@@ -244,6 +253,11 @@ class Verifier {
     if (!stamp) return;
     if (!stamp->complete) fail("zarr.json", "stamp", "the leaf carries no complete commit stamp (debris)");
     const auto& env = stamp->coverage;
+    if (env.present && env.sidecar) {
+      stamp_sidecar_ = *env.sidecar;
+      if (!store_.exists(*env.sidecar))
+        fail(*env.sidecar, "coverage", "the commit stamp names this sidecar, but the leaf does not hold it");
+    }
     if (!env.present || !env.cell_order) return;
     const auto group_it = groups_.find(std::to_string(*env.cell_order));
     if (group_it == groups_.end() || !group_it->second.axis_root) return;
@@ -292,8 +306,29 @@ class Verifier {
         fail("zarr.json", "coverage", "cell " + std::to_string(index) + " holds data but is not occupied");
   }
 
+  // Every stored object must belong to the hierarchy: a node's zarr.json, a chunk object below an
+  // array, or the sidecar the commit stamp names. Anything else is a node the walk could not reach,
+  // e.g. an array whose zarr.json is missing, whose chunks no reader would ever find.
+  void check_orphans(const std::vector<zarr::Node>& nodes, const std::set<std::string>& undecodable) {
+    std::set<std::string> node_paths, array_prefixes;
+    for (const auto& node : nodes) {
+      node_paths.insert(node.path);
+      if (node.is_array) array_prefixes.insert(node.path.empty() ? std::string() : node.path + "/");
+    }
+    for (const std::string& key : undecodable) array_prefixes.insert(key.substr(0, key.size() - std::string("zarr.json").size()));
+    const auto under_array = [&](const std::string& key) {
+      return std::any_of(array_prefixes.begin(), array_prefixes.end(), [&](const std::string& p) { return key.starts_with(p); });
+    };
+    for (const std::string& key : store_.list("")) {
+      if (key == "zarr.json" || (key.ends_with("/zarr.json") && node_paths.contains(key.substr(0, key.size() - 10)))) continue;
+      if (undecodable.contains(key) || under_array(key) || (stamp_sidecar_ && key == *stamp_sidecar_)) continue;
+      fail(key, "metadata", "an object that belongs to no array or group of the store (is a zarr.json missing?)");
+    }
+  }
+
   const io::Store& store_;
   StoreVerifyReport report_;
+  std::optional<std::string> stamp_sidecar_;  // the coverage sidecar the commit stamp names
   std::map<std::string, GroupFacts> groups_;
 };
 

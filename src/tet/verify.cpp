@@ -7,6 +7,8 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
+#include <string>
 #include <unordered_set>
 
 #include "tessera/core/checked.hpp"
@@ -76,6 +78,31 @@ std::optional<Finding> duplicate_offset_finding(const std::vector<ChunkEntry>& e
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (!seen.insert(entries[i].payload_offset).second)
       return error_finding("payload_offsets", "duplicate payload_offset at chunk index " + std::to_string(i));
+  // Distinct offsets can still share bytes: two chunks would then decode from one payload.
+  std::vector<std::size_t> by_offset(entries.size());
+  for (std::size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = i;
+  std::sort(by_offset.begin(), by_offset.end(),
+            [&](std::size_t a, std::size_t b) { return entries[a].payload_offset < entries[b].payload_offset; });
+  for (std::size_t k = 0; k + 1 < by_offset.size(); ++k) {
+    const ChunkEntry& a = entries[by_offset[k]];
+    const ChunkEntry& b = entries[by_offset[k + 1]];
+    // Parse checked every span against the file, so the sum cannot wrap.
+    if (a.payload_offset + a.stored_byte_len > b.payload_offset)
+      return error_finding("payload_offsets", "chunk " + std::to_string(by_offset[k]) + " payload [" +
+                                                  std::to_string(a.payload_offset) + ", " +
+                                                  std::to_string(a.payload_offset + a.stored_byte_len) +
+                                                  ") overlaps chunk " + std::to_string(by_offset[k + 1]) + " at " +
+                                                  std::to_string(b.payload_offset));
+  }
+  return std::nullopt;
+}
+
+// Names are how every reader finds a dataset; a second dataset of the same name is unreachable.
+std::optional<Finding> duplicate_name_finding(const std::vector<DatasetRecord>& datasets) {
+  std::unordered_set<std::string> seen;
+  for (std::size_t id = 0; id < datasets.size(); ++id)
+    if (!seen.insert(datasets[id].name).second)
+      return error_finding("dataset_names", dataset_label(id, datasets[id].name) + ": the name of an earlier dataset");
   return std::nullopt;
 }
 
@@ -173,7 +200,7 @@ std::optional<Recommendation> recommendation_for(const Finding& f) {
   if (f.check == "dataset_count")
     return Recommendation{"dataset_count_mismatch", "Superblock dataset count does not match the catalog blob.",
                           FixHint{"Re-create the file; superblock and catalog disagree.", std::nullopt}};
-  return std::nullopt;  // dataset_tensor_bytes, payload_offsets, footer_metadata: no recommendation
+  return std::nullopt;  // dataset_tensor_bytes, dataset_names, payload_offsets, footer_metadata: none
 }
 
 }  // namespace
@@ -243,6 +270,7 @@ VerifyReport verify(const io::ByteSource& src, const VerifyOptions& options) {
   }
   if (!datasets_ok) return finish(std::move(report));
 
+  if (auto f = duplicate_name_finding(L.datasets)) findings.push_back(std::move(*f));
   if (auto f = duplicate_offset_finding(L.entries)) findings.push_back(std::move(*f));
   if (auto f = payload_order_finding(L.entries)) findings.push_back(std::move(*f));
   const bool deep = decode_findings(src, L, options, findings);

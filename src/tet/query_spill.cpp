@@ -39,8 +39,13 @@ std::string io_text(const std::string& what, const std::string& path) {
 MappedFile::MappedFile(const std::string& path, std::uint64_t bytes, bool keep) : path_(path), size_(bytes), keep_(keep) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw IoError(io_text("cannot create spill file", path), path);
-  if (::ftruncate(fd_, static_cast<off_t>(checked_size(bytes))) != 0) {
-    const std::string text = io_text("cannot size spill file", path);
+  // The blocks are reserved before the file is mapped: a store through a shared mapping to a page
+  // the filesystem cannot back raises SIGBUS (a full disk killed the process, and a Python
+  // interpreter with it), while a reservation that does not fit fails here, as an IoError.
+  const int reserve = bytes > 0 ? ::posix_fallocate(fd_, 0, static_cast<off_t>(checked_size(bytes))) : 0;
+  if (reserve != 0) {
+    const std::string text = "cannot reserve " + std::to_string(bytes) + " bytes for spill file " + path + ": " +
+                             std::strerror(reserve);
     ::close(fd_);
     ::unlink(path.c_str());
     throw IoError(text, path);

@@ -205,7 +205,7 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
       return;
     }
     std::vector<std::byte> tile;
-    file.decode_chunk(entry_index, tile);
+    file.decode_chunk_into(entry_index, tile);
     std::vector<std::byte> chunk(full_bytes);
     for (std::size_t at = 0; at < full_bytes; at += es) std::copy(x.fill.begin(), x.fill.end(), chunk.begin() + at);
     detail::copy_box(tile.data(), extent, std::vector<std::uint64_t>(nd, 0), chunk.data(), x.chunk_shape,

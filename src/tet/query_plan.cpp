@@ -238,7 +238,7 @@ const std::byte* tile_view(const Plan& plan, std::size_t k) {
 const std::byte* tile_bytes(const Plan& plan, std::size_t k, std::vector<std::byte>& scratch) {
   if (const std::byte* v = tile_view(plan, k)) return v;
   const std::uint32_t entry = plan.chunks[k].entry;
-  plan.file->decode_chunk(entry, scratch);
+  plan.file->decode_chunk_into(entry, scratch);
   return scratch.data();
 }
 

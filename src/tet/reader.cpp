@@ -281,7 +281,7 @@ void TetFile::decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) 
   decode_chunk_payload(*source_, layout_.entries[entry_index], entry_index, dst);
 }
 
-void TetFile::decode_chunk(std::uint32_t entry_index, std::vector<std::byte>& scratch) const {
+void TetFile::decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte>& scratch) const {
   const ChunkEntry& e = layout_.entries[entry_index];
   if (e.codec == static_cast<std::uint32_t>(Codec::Zstd)) {
     // Raw tiles are bounded by the file (S13); a zstd tile only by its payload's expansion, which
@@ -423,7 +423,7 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
     }
     const std::uint32_t entry = ds.entry_of_chunk[ds.chunk_ordinal({coords.data(), nd})];
     thread_local std::vector<std::byte> scratch;
-    decode_chunk(entry, scratch);
+    decode_chunk_into(entry, scratch);
     scatter_tile(scratch.data(), {extent.data(), nd}, axes, out_shape, es, dst.data());
   };
 

@@ -277,7 +277,9 @@ TEST(DetectCli, TetFilesBehaveLikeTheTetCommands) {
 }
 
 TEST(DetectCli, UnrecognizedPathsAreRefusedNamingThePath) {
-  const auto readme = fixture("README.md").string();
+  TempDir tmp("detect-unrecognized");
+  const auto readme = (tmp.path() / "README.md").string();  // a file of prose
+  testing::write_file_text(readme, "# Notes\n\nNot a format tessera reads.\n");
   const auto dir = fixture("sources/zarr").string();  // a folder of stores, not a store
   for (const auto& path : {readme, dir}) {
     for (const char* command : {"info", "verify"}) {

@@ -98,11 +98,12 @@ class TetFile {
   // Decodes one chunk (raw copy or zstd) into `dst`, which must be exactly raw_byte_len bytes.
   // Throws FormatError `chunk {i}: {codec error}` naming the entry index.
   void decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) const;
-  // The same into `scratch`, resized to raw_byte_len (its storage is reused across calls). The
+  // The same into `scratch`, resized to raw_byte_len (its storage is reused across calls): the
+  // one place a reader sizes a tile buffer by the file's word. The
   // size comes from the file, so it is checked before anything is allocated: a zstd payload whose
   // frames declare another size fails at once, and a large one that declares none is first
   // streamed through a small window (as `verify` does), so a few bytes cannot claim gigabytes.
-  void decode_chunk(std::uint32_t entry_index, std::vector<std::byte>& scratch) const;
+  void decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte>& scratch) const;
 
   // Reads the strided box `box` of `dataset` into `dst` in logical (row-major) order; `dst`
   // must hold box element count × element size bytes. Touched chunks decode in parallel.

@@ -1,6 +1,7 @@
 // `tessera ragged cell STORE FIELD (INDEX | --morton ID | --chunk ID --row R --col C)
 // [--companions]` (spec zagg-ragged.md §8.2): one cell through read_cell, with the number of
 // data GETs it took (2 on a sharded leaf, 1 when the inner chunk is absent or unsharded).
+#include <charconv>
 #include <memory>
 #include <optional>
 #include <span>
@@ -25,7 +26,7 @@ using ragged_cli::word_text;
 struct CellArgs {
   std::string store, field, field_name;
   std::optional<std::string> shard;
-  std::optional<std::int64_t> index;
+  std::optional<std::string> index;  // text, so any u64 (and a negative) is reported as given
   std::optional<std::string> morton, chunk;
   std::optional<std::int64_t> row, col;
   bool companions = false;
@@ -91,8 +92,16 @@ void write_times(JsonWriter& w, const std::vector<std::uint64_t>& words) {
 // The global cells-axis index the arguments name.
 std::uint64_t cell_of(const CellArgs& a, const ragged::RaggedField& field) {
   if (a.index) {
-    if (*a.index < 0) throw UsageError("INDEX must be ≥ 0 (got " + std::to_string(*a.index) + ")");
-    return static_cast<std::uint64_t>(*a.index);
+    const std::string& text = *a.index;
+    if (!text.empty() && text[0] == '-') throw UsageError("INDEX must be ≥ 0 (got " + text + ")");
+    std::uint64_t cell = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), cell);
+    if (ec == std::errc::result_out_of_range)
+      throw UsageError(field.payload().path() + ": cell index " + text + " out of range: larger than any u64");
+    if (ec != std::errc() || end != text.data() + text.size())
+      throw UsageError("INDEX must be a non-negative integer (got '" + text + "')");
+    field.payload().check_cell_index(cell);
+    return cell;
   }
   if (a.morton) {
     const std::uint64_t word = ragged::morton::parse_decimal(*a.morton);
@@ -138,9 +147,9 @@ void register_ragged_cell(CLI::App& ragged, int& rc) {
   cmd->callback([a, &rc, index, morton, chunk] {
     // With --field, a lone positional after STORE is the INDEX.
     if (!a->field_name.empty() && !a->field.empty() && index->count() == 0) {
-      if (a->field.size() > 18 || a->field.find_first_not_of("0123456789") != std::string::npos)
+      if (a->field.empty() || a->field.find_first_not_of("0123456789") != std::string::npos)
         throw CLI::ValidationError("INDEX", "with --field, the argument after STORE is the cell INDEX (got '" + a->field + "')");
-      a->index = std::stoll(a->field);
+      a->index = a->field;
       a->field.clear();
     }
     if (!a->index && morton->count() == 0 && chunk->count() == 0)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "tessera/core/text.hpp"
 #include "tessera/io/byte_source.hpp"
 #include "tessera/tet/repair.hpp"
 #include "tessera/tet/verify.hpp"
@@ -40,8 +41,16 @@ void register_repair(CLI::App& tet, int& rc) {
   CLI::App* cmd = tet.add_subcommand("repair", "Plan or apply in-place repairs of a .tet file");
   cmd->add_option("PATH", a->path, ".tet file")->required();
   cmd->add_flag("--json", a->json, "Pretty JSON");
+  // An unknown code is a malformed command line (exit 2), not a repair that did nothing.
+  const CLI::Validator known_code(
+      [](std::string& code) -> std::string {
+        if (tet::is_recommendation_code(code)) return {};
+        return "unknown repair code '" + printable_text(code) + "' (verify's codes: " + tet::recommendation_codes() + ")";
+      },
+      "CODE");
   cmd->add_option("--apply", a->apply, "Repair code to apply (repeatable); without it, print the plan")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->check(known_code);
   cmd->add_flag("--dry-run", a->dry_run, "With --apply: describe the repair without writing");
 
   cmd->callback([a, &rc] {

@@ -85,13 +85,29 @@ PyObject* with_base(PyObject* builtin) {
   return PyTuple_Pack(2, g_types.base, builtin);
 }
 
+// Text of an error as str without ever raising UnicodeDecodeError: messages are already valid
+// UTF-8 (tessera::Error escapes them); a path keeps undecodable bytes as surrogates, the way
+// os.fsdecode does, so os.fsencode(e.path) gives the file name back.
+py::object error_text(const std::string& s, const char* errors) {
+  PyObject* text = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), errors);
+  if (text == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(text);
+}
+
 // Raises `type(describe())` with the parts as attributes (message, path, structure).
 void raise(PyObject* type, const Error& e) {
-  py::object instance = py::reinterpret_steal<py::object>(PyObject_CallFunction(type, "s", e.describe().c_str()));
-  if (!instance) return;  // the call set its own error
-  PyObject_SetAttrString(instance.ptr(), "message", py::str(e.what()).ptr());
-  PyObject_SetAttrString(instance.ptr(), "path", py::str(e.path()).ptr());
-  PyObject_SetAttrString(instance.ptr(), "structure", py::str(e.structure()).ptr());
+  py::object instance;
+  try {
+    instance = py::reinterpret_steal<py::object>(
+        PyObject_CallFunctionObjArgs(type, error_text(e.describe(), "replace").ptr(), nullptr));
+    if (!instance) return;  // the call set its own error
+    PyObject_SetAttrString(instance.ptr(), "message", error_text(e.what(), "replace").ptr());
+    PyObject_SetAttrString(instance.ptr(), "path", error_text(e.path(), "surrogateescape").ptr());
+    PyObject_SetAttrString(instance.ptr(), "structure", error_text(e.structure(), "replace").ptr());
+  } catch (py::error_already_set& err) {
+    err.restore();
+    return;
+  }
   PyErr_SetObject(type, instance.ptr());
 }
 

@@ -414,7 +414,41 @@ struct DuplicateKey {
 
 }  // namespace
 
+std::size_t nesting_depth(std::string_view text) noexcept {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped byte cannot end the string
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{': deepest = std::max(deepest, ++depth); break;
+      case ']':
+      case '}':
+        if (depth > 0) --depth;
+        break;
+      default: break;
+    }
+  }
+  return deepest;
+}
+
+void check_nesting(std::string_view text, std::string_view source, std::size_t max_depth) {
+  const std::size_t depth = nesting_depth(text);
+  if (depth <= max_depth) return;
+  const std::string where(source);
+  throw LimitError(where + ": JSON: arrays and objects nest " + std::to_string(depth) + " levels deep (limit " +
+                       std::to_string(max_depth) + ")",
+                   where, "JSON");
+}
+
 Json parse_strict(std::string_view text, std::string_view source) {
+  check_nesting(text, source);
   // nlohmann keeps the last of two equal keys silently; the callback sees every key as it is
   // read, so one set of seen keys per open object finds duplicates without a second pass.
   std::vector<std::set<std::string>> open_objects;

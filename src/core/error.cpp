@@ -9,10 +9,11 @@ std::string Error::describe() const {
   // a prefix the message already carries is not repeated.
   const std::string_view message = what();
   std::string prefix;
-  if (!path_.empty()) prefix += path_ + ": ";
+  const std::string path = printable_text(path_);
+  if (!path.empty()) prefix += path + ": ";
   if (!structure_.empty()) prefix += structure_ + ": ";
   if (message.starts_with(prefix)) return std::string(message);
-  if (!path_.empty() && message.starts_with(path_ + ": ")) return std::string(message);
+  if (!path.empty() && message.starts_with(path + ": ")) return std::string(message);
   return prefix + std::string(message);
 }
 

@@ -6,29 +6,60 @@
 
 namespace tessera {
 
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are not one.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) noexcept {
+  const auto c = static_cast<std::uint8_t>(s[i]);
+  std::size_t n;
+  std::uint32_t cp;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
+  else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
+  else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
+  else return 0;
+  if (s.size() - i <= n) return 0;  // truncated sequence
+  for (std::size_t k = 1; k <= n; ++k) {
+    const auto cc = static_cast<std::uint8_t>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  // Reject overlong forms, surrogates and values past U+10FFFF.
+  if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return 0;
+  if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
+  return n + 1;
+}
+
+}  // namespace
+
 bool is_valid_utf8(std::string_view s) noexcept {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<std::uint8_t>(s[i]);
-    std::size_t n;
-    std::uint32_t cp;
-    if (c < 0x80) { ++i; continue; }
-    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
-    else return false;
-    if (s.size() - i <= n) return false;  // truncated sequence
-    for (std::size_t k = 1; k <= n; ++k) {
-      const auto cc = static_cast<std::uint8_t>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    // Reject overlong forms, surrogates and values past U+10FFFF.
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
-    if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
-    i += n + 1;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return false;
+    i += n;
   }
   return true;
+}
+
+std::string printable_text(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<std::uint8_t>(s[i]);
+    const std::size_t n = utf8_sequence_length(s, i);
+    const bool control = n == 1 && (c < 0x20 || c == 0x7F) && c != '\n' && c != '\t';
+    if (n == 0 || control) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
 }
 
 bool contains_ascii_ci(std::string_view haystack, std::string_view needle) noexcept {

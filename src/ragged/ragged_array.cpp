@@ -161,10 +161,22 @@ std::uint64_t RaggedArray::rows_of(std::span<const std::byte> payload, std::uint
   return payload.size() / element_.row_bytes;
 }
 
+namespace {
+
+[[noreturn]] void cell_out_of_range(const RaggedArray& array, const std::string& cell) {
+  throw UsageError(array.path() + ": cell index " + cell + " out of range: valid indices are 0.." +
+                   (array.size() == 0 ? std::string("(none, the array is empty)") : std::to_string(array.size() - 1)));
+}
+
+}  // namespace
+
+void RaggedArray::check_cell_index(std::uint64_t cell) const {
+  if (cell >= size()) cell_out_of_range(*this, std::to_string(cell));
+}
+
 RaggedCell RaggedArray::read_cell(std::int64_t cell) const {
-  if (cell < 0 || static_cast<std::uint64_t>(cell) >= size())
-    throw UsageError(path() + ": cell index " + std::to_string(cell) + " out of range: valid indices are 0.." +
-                     (size() == 0 ? std::string("(none, the array is empty)") : std::to_string(size() - 1)));
+  if (cell < 0) cell_out_of_range(*this, std::to_string(cell));
+  check_cell_index(static_cast<std::uint64_t>(cell));
   const auto index = static_cast<std::uint64_t>(cell);
   const std::uint64_t c = chunk_cells();
   const zarr::VlenChunk chunk = array_.read_vlen_chunk({index / c});

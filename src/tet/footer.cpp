@@ -110,9 +110,13 @@ MetadataRef parse_metadata_ref(const json& v) {
   return {off.get<std::uint64_t>(), len.get<std::uint64_t>()};
 }
 
+// Over-deep JSON is one more way for the footer to be invalid, reported with the footer texts.
 json parse_json_or(std::string_view text, const std::string& prefix) {
   try {
+    codec::json::check_nesting(text, "history footer");
     return json::parse(text.begin(), text.end());
+  } catch (const LimitError& e) {
+    throw FormatError(prefix + e.what(), {}, "history footer");
   } catch (const json::exception& e) {
     throw FormatError(prefix + e.what(), {}, "history footer");
   }
@@ -214,6 +218,7 @@ Metadata parse_spilled_metadata(std::string_view text) {
 
 std::optional<MetadataRef> probe_metadata_ref(std::string_view text) noexcept {
   try {
+    if (codec::json::nesting_depth(text) > codec::json::kMaxNestingDepth) return std::nullopt;
     const json root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
     if (!root.is_object()) return std::nullopt;
     auto it = root.find("metadata_ref");

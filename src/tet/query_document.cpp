@@ -51,10 +51,14 @@ void check_size(std::string_view text) {
     fail("query document exceeds maximum size (" + std::to_string(text.size()) + " bytes, limit 1048576)");
 }
 
-void check_depth(const Json& v) {
-  const std::size_t d = composite_depth(v);
+void fail_depth(std::size_t d) {
   if (d > kMaxQueryDepth) fail("query document nesting depth " + std::to_string(d) + " exceeds maximum 64");
 }
+
+// JSON text is measured before any tree exists (the one scanner every JSON parse uses); a tree
+// converted from TOML is measured after toml++ has bounded its own nesting.
+void check_depth(std::string_view json_text) { fail_depth(codec::json::nesting_depth(json_text)); }
+void check_depth(const Json& v) { fail_depth(composite_depth(v)); }
 
 std::optional<std::uint64_t> as_u64(const Json& v) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
@@ -406,6 +410,7 @@ QuerySyntax detect_query_syntax(std::optional<std::string_view> path_hint, std::
 
 QueryDocument parse_query_json(std::string_view text) {
   check_size(text);
+  check_depth(text);
   Json tree;
   try {
     tree = Json::parse(text.begin(), text.end());
@@ -415,12 +420,12 @@ QueryDocument parse_query_json(std::string_view text) {
       detail = detail.substr(pos + 2);
     throw FormatError("invalid query JSON: " + detail);
   }
-  check_depth(tree);
   return parse_query_tree(tree);
 }
 
 QueryDocument parse_query_toml(std::string_view text) {
   check_size(text);
+  fail_depth(toml_nesting_depth(text));
   const Json tree = toml_to_json(text);
   check_depth(tree);
   return parse_query_tree(tree);

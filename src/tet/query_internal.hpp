@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <type_traits>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/half.hpp"
+#include "tessera/io/byte_sink.hpp"
 #include "tessera/tet/query_document.hpp"
 #include "tessera/tet/reader.hpp"
 
@@ -282,6 +284,23 @@ class MappedFile {
   std::uint64_t size_ = 0;
   int fd_ = -1;
   bool keep_ = false;
+};
+
+// A user-named spill output (`"spill"`, `write.target = "spill"`): the bytes are mapped from the
+// atomic sink's temporary file next to the destination and appear under the final name only at
+// commit(), so a failed or killed query leaves an earlier file intact and never a partial one
+// under the final name. A destination that is not a regular file or a new name is refused (a
+// memory map cannot be streamed to a device or FIFO).
+class SpillOutput {
+ public:
+  SpillOutput(const std::string& path, std::uint64_t bytes);
+  std::byte* data() noexcept { return map_->data(); }
+  // msync, fsync, rename into place.
+  void commit();
+
+ private:
+  io::AtomicFileSink sink_;  // declared first: the mapping is gone before the sink removes its temp
+  std::unique_ptr<MappedFile> map_;
 };
 
 // Runs f(k) for every planned chunk index, in parallel unless `parallel` is false.

@@ -72,6 +72,18 @@ void MappedFile::sync() {
   if (data_ && ::msync(data_, size_, MS_SYNC) != 0) throw IoError(io_text("cannot write spill file", path_), path_);
 }
 
+SpillOutput::SpillOutput(const std::string& path, std::uint64_t bytes) : sink_(path) {
+  if (sink_.streaming())
+    throw UnsupportedError(path + ": a spill output must be a regular file (it is written through a memory map)", path);
+  map_ = std::make_unique<MappedFile>(sink_.temp_path(), bytes, /*keep=*/true);
+}
+
+void SpillOutput::commit() {
+  map_->sync();
+  map_.reset();
+  sink_.commit();
+}
+
 std::string resolve_user_path(const std::string& user_path, const ExecContext& ctx) {
   fs::path p(user_path);
   if (p.is_relative()) p = fs::path(ctx.relative_base) / p;
@@ -107,7 +119,7 @@ ExecResult run_spill_export(const Plan& plan, const std::string& user_path, cons
   ExecResult res;
   res.memory_strategy = "mmap_spill";
   const std::string path = resolve_user_path(user_path, ctx);
-  MappedFile out(path, plan.logical_bytes, true);
+  SpillOutput out(path, plan.logical_bytes);
   const std::size_t es = plan.ds->element_size();
   const Reduction red = make_reduction(plan.logical_shape, {});
   const CellFrame frame = global_frame(red);
@@ -124,10 +136,10 @@ ExecResult run_spill_export(const Plan& plan, const std::string& user_path, cons
       }
     });
   });
-  out.sync();
-  // The preview is read back from the spilled file, in logical order.
+  // The preview is read back from the spilled bytes, in logical order.
   res.preview.init(ctx.preview, plan.count, es);
   std::memcpy(res.preview.bytes.data(), out.data(), res.preview.bytes.size());
+  out.commit();
   res.fields.emplace_back("spill_f32_path", path);
   res.fields.emplace_back("spill_f32_bytes", plan.logical_bytes);
   return res;

@@ -1,7 +1,9 @@
 // The TOML front-end of query documents (spec tet.md §3.1) and the flat wire form documents are
 // re-serialized in (§6.5). TOML becomes the JSON tree the JSON rules read: integers → numbers,
 // datetimes → strings, tables → objects, arrays of tables → arrays.
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include <toml++/toml.h>
 
@@ -80,6 +82,77 @@ Json operation_wire(const QueryOperation& op) {
 }
 
 }  // namespace
+
+std::size_t toml_nesting_depth(std::string_view text) noexcept {
+  constexpr std::string_view kBasic3 = "\"\"\"", kLiteral3 = "'''";
+  std::size_t deepest = 0;
+  std::size_t table_depth = 0;  // components of the last [header] / [[header]], plus one
+  std::size_t key_dots = 0;     // dotted-key components since the last top-level line began
+  std::vector<char> open;       // '[' and '{' of inline arrays and tables
+  bool line_start = true, key_mode = true, header = false;
+  const auto note = [&] { deepest = std::max(deepest, table_depth + key_dots + open.size() + 1); };
+  // i at an opening quote; returns the index of the last byte of the closing quote.
+  const auto skip_string = [&](std::size_t i) {
+    const char q = text[i];
+    const std::string_view triple = q == '"' ? kBasic3 : kLiteral3;
+    const bool multi = text.substr(i, 3) == triple;
+    for (std::size_t j = i + (multi ? 3 : 1); j < text.size(); ++j) {
+      if (q == '"' && text[j] == '\\') {
+        ++j;
+      } else if (text[j] == q) {
+        if (!multi) return j;
+        if (text.substr(j, 3) == triple) return j + 2;
+      }
+    }
+    return text.size();
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      line_start = true, header = false;  // a header never spans lines
+      if (open.empty()) key_mode = true, key_dots = 0;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    const bool at_line_start = line_start;
+    line_start = false;
+    switch (c) {
+      case '#':
+        while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+        break;
+      case '"':
+      case '\'': i = skip_string(i); break;
+      case '.':
+        if (key_mode || header) ++key_dots, note();
+        break;
+      case '=': key_mode = false; break;
+      case '[':
+        if (at_line_start && open.empty()) {
+          header = true, key_dots = 0;
+          if (i + 1 < text.size() && text[i + 1] == '[') ++i;
+        } else {
+          open.push_back('['), key_mode = false, note();
+        }
+        break;
+      case '{': open.push_back('{'), key_mode = true, note(); break;
+      case ',':
+        if (!open.empty() && open.back() == '{') key_mode = true;
+        break;
+      case ']':
+      case '}':
+        if (header && open.empty()) {
+          header = false, table_depth = key_dots + 2, key_dots = 0;  // +1 for an array of tables
+          if (i + 1 < text.size() && text[i + 1] == ']') ++i;
+          note();
+        } else if (!open.empty()) {
+          open.pop_back(), key_mode = false;
+        }
+        break;
+      default: break;
+    }
+  }
+  return deepest;
+}
 
 Json toml_to_json(std::string_view text) {
   try {

@@ -204,9 +204,9 @@ void write_sidecar(const Plan& plan, const QueryOperation& op, const std::byte* 
   md.attrs["derived_from"] = plan.ds->name;
   options.metadata.datasets[out_name] = md;
 
-  const std::string draft = temp_spill_path(ctx, "sidecar-draft", ".tet");
   {
-    TetWriter writer(draft, options);
+    // The writer's atomic sink puts the file in place only at commit.
+    TetWriter writer(destination, options);
     DatasetSpec spec;
     spec.name = out_name;
     spec.dtype = plan.ds->dtype;
@@ -215,14 +215,6 @@ void write_sidecar(const Plan& plan, const QueryOperation& op, const std::byte* 
     const std::uint32_t id = writer.add_dataset(spec);
     writer.write_dataset(id, {data, checked_size(plan.logical_bytes)});
     writer.commit();
-  }
-  std::error_code ec;
-  fs::rename(draft, destination, ec);
-  if (ec) {  // across filesystems: copy, then delete the draft
-    fs::copy_file(draft, destination, fs::copy_options::overwrite_existing, ec);
-    std::error_code ignore;
-    fs::remove(draft, ignore);
-    if (ec) throw IoError("cannot move sidecar into place at " + destination + ": " + ec.message(), destination);
   }
 }
 
@@ -266,14 +258,17 @@ ExecResult run_transform(const Plan& plan, const QueryOperation& op, const std::
   const Stats stats = pass_one(plan, red, op.method, res.policy, ctx);
 
   std::unique_ptr<MappedFile> file;
+  std::unique_ptr<SpillOutput> spill;
   std::vector<std::uint64_t> memory;  // 8-byte aligned
   std::byte* out;
   if (target == WriteTarget::Ram) {
     memory.resize(checked_size((plan.logical_bytes + 7) / 8));
     out = reinterpret_cast<std::byte*>(memory.data());
+  } else if (target == WriteTarget::Spill) {
+    spill = std::make_unique<SpillOutput>(destination, plan.logical_bytes);
+    out = spill->data();
   } else {
-    const std::string path = target == WriteTarget::Spill ? destination : temp_spill_path(ctx, "sidecar-data", ".bin");
-    file = std::make_unique<MappedFile>(path, plan.logical_bytes, target == WriteTarget::Spill);
+    file = std::make_unique<MappedFile>(temp_spill_path(ctx, "sidecar-data", ".bin"), plan.logical_bytes, false);
     out = file->data();
   }
   std::uint64_t nan_count = 0;
@@ -296,7 +291,7 @@ ExecResult run_transform(const Plan& plan, const QueryOperation& op, const std::
   if (target == WriteTarget::Ram) {
     res.memory_strategy = "transform_ram";
   } else if (target == WriteTarget::Spill) {
-    file->sync();
+    spill->commit();
     res.memory_strategy = "transform_spill";
     res.fields.emplace_back("spill_f32_path", destination);
     res.fields.emplace_back("spill_f32_bytes", plan.logical_bytes);

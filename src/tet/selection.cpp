@@ -1,5 +1,6 @@
 #include "tessera/tet/selection.hpp"
 
+#include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::tet {
@@ -59,6 +60,7 @@ std::vector<SelectionEntry> parse_selection(const json& sel) {
 }
 
 std::vector<SelectionEntry> parse_selection_text(const std::string& text) {
+  codec::json::check_nesting(text, "selection");
   json parsed;
   try {
     parsed = json::parse(text);

@@ -216,6 +216,24 @@ std::string_view severity_name(Severity severity) noexcept {
 
 bool is_repairable_code(std::string_view code) noexcept { return code == "footer_invalid"; }
 
+namespace {
+// Every code recommendation_for can produce.
+constexpr std::string_view kRecommendationCodes[] = {"footer_invalid",  "invalid_layout",      "payload_out_of_bounds",
+                                                     "bad_dataset_id",  "chunk_decode_failed", "dataset_count_mismatch"};
+}  // namespace
+
+bool is_recommendation_code(std::string_view code) noexcept {
+  for (const std::string_view known : kRecommendationCodes)
+    if (code == known) return true;
+  return false;
+}
+
+std::string recommendation_codes() {
+  std::string out;
+  for (const std::string_view known : kRecommendationCodes) (out += out.empty() ? "" : ", ") += known;
+  return out;
+}
+
 std::string repair_dry_run_command(std::string_view path, std::string_view code) {
   return std::string(kTetCommand) + " repair " + std::string(path) + " --apply " + std::string(code) + " --dry-run";
 }

@@ -172,13 +172,24 @@ TEST_F(RepairTest, DryRunLeavesTheFile) {
 }
 
 TEST_F(RepairTest, NonRepairableCodeIsSkippedAndTheFailureReported) {
-  const auto run = run_cli({"tet", "repair", path_.string(), "--apply", "invalid_layout", "--apply", "bogus"});
+  const auto run = run_cli({"tet", "repair", path_.string(), "--apply", "invalid_layout"});
   EXPECT_EQ(run.rc, 1);
   EXPECT_EQ(run.err, "repair finished but verification still failed\n");
   const std::string skipped = ": no in-place repair for this code; re-convert or rewrite required\n";
   EXPECT_EQ(run.out, "file: " + path_.string() + "\nmode: apply\n  [invalid_layout] skipped" + skipped +
-                         "  [bogus] skipped" + skipped + "verify_after: failed\n");
+                         "verify_after: failed\n");
   EXPECT_EQ(fs::file_size(path_), 404u);
+}
+
+// A code verify never recommends is a malformed command line: exit 2 before the file is read.
+TEST_F(RepairTest, UnknownCodeIsAUsageError) {
+  for (const char* code : {"nonsense", "bogus"}) {
+    const auto run = run_cli({"tet", "repair", path_.string(), "--apply", "invalid_layout", "--apply", code});
+    EXPECT_EQ(run.rc, 2) << code;
+    EXPECT_EQ(run.out, "");
+    EXPECT_NE(run.err.find(std::string("unknown repair code '") + code + "'"), std::string::npos) << run.err;
+    EXPECT_EQ(fs::file_size(path_), 404u);
+  }
 }
 
 TEST_F(RepairTest, ValidFooterIsNeverStripped) {

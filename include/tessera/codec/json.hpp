@@ -126,11 +126,28 @@ std::string dump(const Json& tree, const DumpOptions& options = {});
 std::string format_f64(double v, FloatStyle style = FloatStyle::Tet);
 std::string format_f32(float v, FloatStyle style = FloatStyle::Tet);
 
+// Every JSON document tessera reads nests arrays and objects at most this deep. Real documents
+// stay below 10 levels (the deepest conformance zarr.json has 5); the limit exists because a
+// tree deeper than a few thousand levels exhausts the stack in code that walks it recursively
+// (copies, dumps, conversions to Python objects), so depth is checked on the raw text before
+// any tree is built.
+inline constexpr std::size_t kMaxNestingDepth = 512;
+
+// The deepest array/object nesting in `text` (a scalar is 0, `[]` is 1, `{"a":[1]}` is 2),
+// counted over the bytes outside strings in one pass without building anything. Text that is
+// not JSON still gets a number; the parser reports what is wrong with it.
+std::size_t nesting_depth(std::string_view text) noexcept;
+
+// Throws LimitError (path = `source`, structure "JSON", message starting with `source`) when
+// `text` nests deeper than `max_depth`. Every JSON parse in tessera runs through this first.
+void check_nesting(std::string_view text, std::string_view source, std::size_t max_depth = kMaxNestingDepth);
+
 // Reads one JSON text strictly: RFC 8259 syntax (no comments, nothing but whitespace after the
 // value), valid UTF-8, and no object with the same key twice. Integers are exact: 0..2^64-1 read
 // as unsigned, negatives down to -2^63 as signed (only larger magnitudes become doubles).
 // Members keep their order. Throws FormatError (path = `source`, structure "JSON") whose message
-// says what is wrong and where (`duplicate key "a"`, `parse error at line 1, column 5: ...`).
+// says what is wrong and where (`duplicate key "a"`, `parse error at line 1, column 5: ...`),
+// and LimitError (check_nesting) for text nested deeper than kMaxNestingDepth.
 Json parse_strict(std::string_view text, std::string_view source = "<json>");
 
 // Appends `s` as a quoted, escaped JSON string.

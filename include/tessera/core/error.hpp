@@ -7,16 +7,25 @@
 #include <stdexcept>
 #include <string>
 
+#include "tessera/core/text.hpp"
+
 namespace tessera {
 
+//
+// Messages quote bytes from files (keys, names, parser excerpts), so the message and structure are
+// stored through printable_text: `what()` and `describe()` are always valid UTF-8 with no raw
+// control bytes. `path()` keeps the file name's bytes as they are (it may be used to open the
+// file); describe() prints it escaped the same way.
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message, std::string path = {}, std::string structure = {})
-      : std::runtime_error(message), path_(std::move(path)), structure_(std::move(structure)) {}
+      : std::runtime_error(printable_text(message)),
+        path_(std::move(path)),
+        structure_(printable_text(structure)) {}
 
   const std::string& path() const noexcept { return path_; }
   const std::string& structure() const noexcept { return structure_; }
-  // "path: structure: message", omitting the parts that are unknown.
+  // "path: structure: message", omitting the parts that are unknown (path escaped as above).
   std::string describe() const;
 
  private:

@@ -8,6 +8,11 @@ namespace tessera {
 
 bool is_valid_utf8(std::string_view s) noexcept;
 
+// `s` made safe to print and to hand to Python as str: valid UTF-8 is kept as it is, and each
+// byte that is not part of a valid sequence, and each control character but newline and tab,
+// becomes `\xNN` (lower-case hex). Every tessera::Error message goes through this.
+std::string printable_text(std::string_view s);
+
 // ASCII case-insensitive substring search (filters of `info --dataset/--grep`).
 bool contains_ascii_ci(std::string_view haystack, std::string_view needle) noexcept;
 

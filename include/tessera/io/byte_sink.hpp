@@ -2,6 +2,13 @@
 // temporary file in the destination directory, and `commit()` fsyncs it, renames it over the
 // destination and fsyncs the directory. A sink destroyed without `commit()` removes its
 // temporary file, so an interrupted or failed write never damages an existing destination.
+//
+// The sink never replaces anything but a regular file or a new name (docs/reliability.md):
+//  - a symbolic link (chain) is followed: the regular file it names is replaced atomically, or
+//    created when the link dangles, and the link itself stays;
+//  - a character device, FIFO or socket (/dev/null, a terminal, a pipe, /dev/stdout) is written
+//    directly in order: no temporary file, no rename; `write_at` there throws UnsupportedError;
+//  - a directory, block device or anything else is refused with UsageError before any write.
 #pragma once
 
 #include <cstddef>
@@ -37,12 +44,18 @@ class AtomicFileSink final : public ByteSink {
   void commit() override;
 
   const std::string& destination() const noexcept { return destination_; }
+  // Empty when streaming to a device or FIFO.
   const std::string& temp_path() const noexcept { return temp_path_; }
+  // The file the rename replaces: the destination, or the file its symbolic links lead to.
+  const std::string& target() const noexcept { return target_; }
+  bool streaming() const noexcept { return streaming_; }
 
  private:
   std::string destination_;
+  std::string target_;
   std::string temp_path_;
   int fd_ = -1;
+  bool streaming_ = false;
   std::uint64_t position_ = 0;
   bool committed_ = false;
 };

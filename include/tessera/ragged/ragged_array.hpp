@@ -88,6 +88,9 @@ class RaggedArray {
   // Spec §5.1. `cell` is a global index, 0 ≤ cell < size() (UsageError naming the range
   // otherwise; negative values never wrap). Absent or empty → 0 rows.
   RaggedCell read_cell(std::int64_t cell) const;
+  // The range rule of read_cell for an unsigned index (any u64 a command line can name):
+  // UsageError `<path>: cell index N out of range: …` unless cell < size().
+  void check_cell_index(std::uint64_t cell) const;
   // Rows of one payload (FormatError naming the cell when the length is not a multiple of the
   // row size).
   std::uint64_t rows_of(std::span<const std::byte> payload, std::uint64_t cell) const;

@@ -90,8 +90,14 @@ QueryDocument parse_query_toml(std::string_view text);
 QueryDocument parse_query_text(std::string_view text, QuerySyntax syntax);
 
 // A TOML document converted to the JSON tree the JSON rules then read (§3.1). Throws
-// FormatError `invalid query TOML: …`.
+// FormatError `invalid query TOML: …`. toml++ bounds bracket nesting itself (256) but not dotted
+// keys (`a.a.a… = 1`), whose tables it builds and destroys recursively: bound the text with
+// toml_nesting_depth first (parse_query_toml does).
 codec::json::Json toml_to_json(std::string_view text);
+
+// An upper bound on the table/array nesting of a TOML text, counted over the bytes outside
+// strings and comments without parsing: header and dotted-key components plus open brackets.
+std::size_t toml_nesting_depth(std::string_view text) noexcept;
 
 // Device tokens (§4.7), ASCII case-insensitive; returns the normalized token or throws
 // UsageError `validation: unknown device …` / `validation: invalid device …`.

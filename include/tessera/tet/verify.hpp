@@ -84,6 +84,11 @@ std::vector<Recommendation> recommendations_for(const std::vector<Finding>& find
 
 // Whether `repair --apply CODE` has an in-place implementation (only `footer_invalid`).
 bool is_repairable_code(std::string_view code) noexcept;
+// Whether verify can recommend CODE at all (footer_invalid, invalid_layout, payload_out_of_bounds,
+// bad_dataset_id, chunk_decode_failed, dataset_count_mismatch); `repair --apply` takes only these.
+bool is_recommendation_code(std::string_view code) noexcept;
+// The codes of is_recommendation_code, comma-separated, for messages.
+std::string recommendation_codes();
 // `tessera tet repair {path} --apply {code} --dry-run`: the suggested first step of a repair.
 std::string repair_dry_run_command(std::string_view path, std::string_view code);
 

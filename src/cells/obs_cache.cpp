@@ -15,6 +15,7 @@
 #include "tessera/cells/obs_store.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/test_hooks.hpp"
 
 namespace tessera::cells {
 namespace obs_cache {
@@ -110,6 +111,9 @@ void make_directories(const std::string& path) {
 FileLock::FileLock(const std::string& path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
   if (fd_ < 0) throw IoError("cannot open the obs cache lock " + path + ": " + errno_text(errno), path);
+  // Try first, so a test can see that another holder made this lock wait.
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  if (errno == EWOULDBLOCK) test_hooks::point("obs_cache.lock_busy");
   while (::flock(fd_, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
     const int e = errno;

@@ -20,6 +20,7 @@
 #include "tessera/codec/checksum.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/test_hooks.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/hive_writer.hpp"
 #include "tessera/ragged/leaf_meta.hpp"
@@ -443,7 +444,9 @@ LeafReport LeafWriter::commit(const std::string& writer) {
   // The stamp is the leaf's last write; the swap publishes the finished leaf.
   zarr::write_group(leaf_store(), tmp_key_, {Json{{"morton_hive_commit", hive::stamp_document(stamp)}}});
   if (staging_) static_cast<StagingStore&>(*staging_).sync(tmp_key_);
+  test_hooks::point("ragged.leaf_stamped");
   swap_into_place();
+  test_hooks::point("ragged.leaf_swapped");
   committed_ = true;
   report.written = true;
 
@@ -469,6 +472,7 @@ LeafReport LeafWriter::commit(const std::string& writer) {
     record["error"] = nullptr;
     const std::string text = codec::json::dump(record, {-1, false, codec::json::FloatStyle::Python, true});
     store_->put(io::join_key(parent_of(leaf_key_), "stats.json"), codec::as_bytes(text));
+    test_hooks::point("ragged.stats_written");
   } catch (const std::exception& e) {
     report.warnings.push_back(leaf_key_ + ": stats sidecar not written: " + e.what());
   }

@@ -21,6 +21,7 @@
 #include "tessera/cells/gene_files.hpp"
 #include "tessera/cells/tile_encoder.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/test_hooks.hpp"
 #include "tessera/io/byte_sink.hpp"
 #include "tessera/io/store.hpp"
 
@@ -76,6 +77,7 @@ class OutputDir {
       if (::renameat2(AT_FDCWD, root_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) != 0)
         throw IoError("cannot swap the new dataset into place: " + std::string(std::strerror(errno)), final_.string());
       committed_ = true;
+      test_hooks::point("cells.dataset_swapped");
       std::error_code ec;
       fs::remove_all(root_, ec);  // the old dataset, now at the temporary name
       return;
@@ -214,6 +216,7 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
                                                  {.version = o.version, .level = o.level, .n_chunks = o.n_chunks,
                                                   .threads = o.threads, .name = key});
                   io::write_file_atomic((out.root() / key).string(), bytes);
+                  test_hooks::point("cells.tile_written");
                   job->written = {job->index, n_tiles, tile.indptr.size() - 1,
                                   static_cast<std::uint64_t>(tile.indptr.back()), bytes.size()};
                   return job;
@@ -226,6 +229,7 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
                                                            if (o.on_tile) o.on_tile(job->written);
                                                          }));
   });
+  test_hooks::point("cells.tiles_done");
 
   m.validate();
   if (!gene_order_bytes.empty()) io::write_file_atomic((out.root() / "gene_order.npy").string(), gene_order_bytes);
@@ -245,6 +249,7 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
   const std::string manifest_text = m.serialize();
   io::write_file_atomic((out.root() / "manifest.json").string(),
                         {reinterpret_cast<const std::byte*>(manifest_text.data()), manifest_text.size()});
+  test_hooks::point("cells.manifest_written");
   out.commit();
   return m;
 }

@@ -204,7 +204,7 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
   // C3: one localize per process at a time, one per node through the flock.
   std::lock_guard in_process(localize_mu);
   obs_cache::make_directories(dir);
-  io::FileLock lock(fingerprint_dir + "/.lock", "obs cache lock");
+  io::FileLock lock(fingerprint_dir + "/.lock", "obs cache lock", io::FileLock::Wait::Block, "obs_cache.lock_busy");
   remove_stale_temporaries(dir);
   const std::vector<std::string> missing = missing_now();
   if (missing.empty()) return {};

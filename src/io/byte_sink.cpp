@@ -12,6 +12,7 @@
 
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/test_hooks.hpp"
 
 namespace tessera::io {
 namespace {
@@ -145,6 +146,7 @@ void AtomicFileSink::commit() {
   if (::fsync(fd_) != 0) throw IoError("fsync failed: " + errno_text(), destination_);
   ::close(fd_);
   fd_ = -1;
+  test_hooks::point("io.file_before_rename");
   if (::rename(temp_path_.c_str(), target_.c_str()) != 0)
     throw IoError("cannot rename temporary file into place: " + errno_text(), destination_);
   committed_ = true;

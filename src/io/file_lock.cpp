@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "tessera/core/error.hpp"
+#include "tessera/core/test_hooks.hpp"
 
 namespace tessera::io {
 namespace {
@@ -26,14 +27,20 @@ std::string holder_of(int fd) {
 
 }  // namespace
 
-FileLock::FileLock(const std::string& path, const std::string& what, Wait wait) {
+FileLock::FileLock(const std::string& path, const std::string& what, Wait wait, std::string_view busy_point) {
   // Appending keeps a lock file shared with other programs (the obs cache's) byte-for-byte theirs;
   // a lock that records its holder rewrites the file instead.
   const int flags = wait == Wait::Block ? O_WRONLY | O_APPEND : O_RDWR;
   fd_ = ::open(path.c_str(), flags | O_CREAT | O_CLOEXEC, 0666);
   if (fd_ < 0) throw IoError("cannot open the " + what + " " + path + ": " + std::strerror(errno), path);
-  const int operation = wait == Wait::Block ? LOCK_EX : LOCK_EX | LOCK_NB;
+  // Always try without waiting first: only then is it known whether someone else holds it.
+  int operation = LOCK_EX | LOCK_NB;
   while (::flock(fd_, operation) != 0) {
+    if (errno == EWOULDBLOCK && wait == Wait::Block) {
+      if (!busy_point.empty()) test_hooks::point(busy_point);
+      operation = LOCK_EX;
+      continue;
+    }
     if (errno == EINTR) continue;
     const int e = errno;
     const std::string holder = e == EWOULDBLOCK ? holder_of(fd_) : std::string();

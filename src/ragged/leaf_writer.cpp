@@ -21,6 +21,7 @@
 #include "tessera/codec/checksum.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/test_hooks.hpp"
 #include "tessera/io/file_lock.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/hive_writer.hpp"
@@ -456,7 +457,9 @@ LeafReport LeafWriter::commit(const std::string& writer) {
   // record's content hashes are another leaf's.
   const std::string stats_key = io::join_key(parent_of(leaf_key_), "stats.json");
   store_->erase(stats_key);
+  test_hooks::point("ragged.leaf_stamped");
   swap_into_place();
+  test_hooks::point("ragged.leaf_swapped");
   committed_ = true;
   report.written = true;
 
@@ -482,6 +485,7 @@ LeafReport LeafWriter::commit(const std::string& writer) {
     record["error"] = nullptr;
     const std::string text = codec::json::dump(record, {-1, false, codec::json::FloatStyle::Python, true});
     store_->put(stats_key, codec::as_bytes(text));
+    test_hooks::point("ragged.stats_written");
   } catch (const std::exception& e) {
     report.warnings.push_back(leaf_key_ + ": stats sidecar not written: " + e.what());
   }

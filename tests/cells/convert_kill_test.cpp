@@ -1,27 +1,28 @@
 // Atomicity of `tessera cells convert` (spec deltacells.md §7.8): a converter killed with SIGKILL
-// at a random moment leaves either no manifest or a complete dataset that `tessera cells verify`
-// accepts, never a manifest pointing at missing or partial tiles; with `--overwrite` the previous
-// dataset survives every kill until the new one replaces it whole. SIGTERM stops a conversion
-// cleanly: exit 1, and the output directory it created is gone.
-#include <fcntl.h>
+// leaves either no manifest or a complete dataset that `tessera cells verify` accepts, never a
+// manifest pointing at missing or partial tiles; with `--overwrite` the previous dataset survives
+// every kill until the new one replaces it whole. SIGTERM stops a conversion cleanly: exit 1, and
+// the output directory it created is gone.
+//
+// The kills land at named test points of the writer (core/test_hooks.hpp), not after a measured
+// delay: an uninterrupted run traced with TESSERA_TEST_TRACE lists every point and how often it
+// is passed (after each tile is written, before each file's rename, once the tiles are done,
+// once the manifest is written, after the new dataset is swapped in), and each kill run raises
+// SIGKILL at one of them with TESSERA_TEST_KILL_AT=<point>:<n>, the n spread over every pass.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
-#include <random>
+#include <map>
+#include <set>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "anndata_support.hpp"
 #include "support/testing.hpp"
-
-extern char** environ;
 
 namespace tessera::cells {
 namespace {
@@ -30,43 +31,40 @@ namespace fs = std::filesystem;
 using tessera::testing::read_file_text;
 using tessera::testing::run_cli;
 using tessera::testing::run_process;
+using tessera::testing::start_process;
 using tessera::testing::TempDir;
+using tessera::testing::wait_process;
 
 using test::have_anndata;
 
-// Starts the CLI with stdout and stderr discarded; returns its pid.
-pid_t spawn_cli(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{TESSERA_CLI_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> raw;
-  for (auto& a : argv) raw.push_back(a.data());
-  raw.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, raw[0], &actions, nullptr, raw.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start the CLI");
-  return pid;
-}
-
-// Waits for the child; returns its exit status, or 128 + signal.
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+using Env = std::vector<std::pair<std::string, std::string>>;
 
 std::vector<std::string> convert_args(const TempDir& root, const fs::path& out, bool overwrite) {
-  std::vector<std::string> args{"cells", "convert", "--h5ad-glob", (root / "part_*.h5ad").string(), "--no-obs",
-                                "--no-var", "--output", out.string(), "--tile-size", "150", "--chunks", "2",
+  std::vector<std::string> args{TESSERA_CLI_PATH, "cells", "convert", "--h5ad-glob", (root / "part_*.h5ad").string(),
+                                "--no-obs", "--no-var", "--output", out.string(), "--tile-size", "150", "--chunks", "2",
                                 "--level", "19", "--workers", "2", "--threads", "1"};
   if (overwrite) args.push_back("--overwrite");
   return args;
 }
+
+// Runs the converter to the end (or to its kill) with extra environment; returns its status.
+int run_convert(const std::vector<std::string>& args, const Env& env = {}) {
+  return wait_process(start_process(args, {.env = env}));
+}
+
+// The passes to kill at: for each point, its first, second, quarter, half, three-quarter,
+// second-to-last and last pass, so the kills cover the whole write.
+std::vector<std::pair<std::string, std::uint64_t>> kill_plan(const std::map<std::string, std::uint64_t>& passes) {
+  std::vector<std::pair<std::string, std::uint64_t>> plan;
+  for (const auto& [point, count] : passes) {
+    std::set<std::uint64_t> ns = {1, 2, count / 4, count / 2, 3 * count / 4, count - 1, count};
+    for (const auto n : ns)
+      if (n >= 1 && n <= count) plan.emplace_back(point, n);
+  }
+  return plan;
+}
+
+std::string kill_at(const std::pair<std::string, std::uint64_t>& p) { return p.first + ":" + std::to_string(p.second); }
 
 class ConvertKill : public ::testing::Test {
  protected:
@@ -76,34 +74,18 @@ class ConvertKill : public ::testing::Test {
                                 "write", root_.path().string(), "--cells", "3000", "--genes", "300", "--splits", "3",
                                 "--layouts", "csr,csc,dense", "--seed", "21"});
     ASSERT_EQ(w.rc, 0) << w.err;
-    // One uninterrupted run: the dataset every complete run must reproduce, and how long it takes.
-    const auto start = std::chrono::steady_clock::now();
-    const int rc = wait_for(spawn_cli(convert_args(root_, root_ / "reference", false)));
-    duration_ = std::chrono::steady_clock::now() - start;
-    ASSERT_EQ(rc, 0);
+    // One uninterrupted, traced run: the dataset every complete run must reproduce, and the
+    // points a fresh run passes.
+    ASSERT_EQ(run_convert(convert_args(root_, root_ / "reference", false),
+                          {{"TESSERA_TEST_TRACE", (root_ / "fresh.trace").string()}}),
+              0);
     reference_manifest_ = read_file_text(root_ / "reference/manifest.json");
-  }
-
-  // Kill moments, as fractions of the reference run: first a jittered sweep over the whole run
-  // (and a little past it), then a bisection toward the window in which tiles are written, which
-  // is a small and load-dependent share of the run (most of it can be the HDF5 scan): a kill
-  // reported `early` (nothing written yet) moves the window's lower bound up, `late` (the run had
-  // finished) its upper bound down.
-  struct KillMoments {
-    static constexpr int kSweep = 6;
-    double lo = 0, hi = 1.1;
-    int i = 0;
-    double next(std::mt19937& rng) {
-      std::uniform_real_distribution<double> jitter(0.0, 1.0);
-      const int k = i++;
-      if (k < kSweep) return (static_cast<double>(k) + jitter(rng)) / kSweep * 1.1;
-      return lo + (hi - lo) * (0.25 + 0.5 * jitter(rng));
-    }
-    void early(double f) { lo = std::max(lo, f); }
-    void late(double f) { hi = std::min(hi, f); }
-  };
-  std::chrono::microseconds delay(double fraction) const {
-    return std::chrono::duration_cast<std::chrono::microseconds>(duration_ * fraction);
+    fresh_passes_ = testing::read_trace(root_ / "fresh.trace");
+    // 3,000 cells in tiles of 150.
+    ASSERT_EQ(fresh_passes_["cells.tile_written"], 20u);
+    ASSERT_EQ(fresh_passes_["cells.tiles_done"], 1u);
+    ASSERT_EQ(fresh_passes_["cells.manifest_written"], 1u);
+    ASSERT_GE(fresh_passes_["io.file_before_rename"], 21u);  // each tile, then the manifest
   }
 
   // A dataset directory is complete and verifies, or holds no manifest at all.
@@ -114,36 +96,32 @@ class ConvertKill : public ::testing::Test {
   }
 
   TempDir root_{"cells-kill"};
-  std::chrono::steady_clock::duration duration_{};
   std::string reference_manifest_;
-  std::mt19937 rng_{20260601};
+  std::map<std::string, std::uint64_t> fresh_passes_;
 };
 
 TEST_F(ConvertKill, FreshOutputHasNoManifestOrAValidDataset) {
-  constexpr int kMaxRuns = 16;
-  int complete = 0, partial = 0;
-  KillMoments moments;
-  for (int i = 0; i < kMaxRuns && (i < KillMoments::kSweep || partial < 2); ++i) {
-    const fs::path out = root_ / ("fresh_" + std::to_string(i));
-    const double f = moments.next(rng_);
-    const pid_t pid = spawn_cli(convert_args(root_, out, false));
-    std::this_thread::sleep_for(delay(f));
-    ::kill(pid, SIGKILL);
-    const int rc = wait_for(pid);
-    EXPECT_TRUE(rc == 0 || rc == 128 + SIGKILL) << rc;
+  int partial = 0, runs = 0;
+  for (const auto& point : kill_plan(fresh_passes_)) {
+    SCOPED_TRACE("killed at " + kill_at(point));
+    const fs::path out = root_ / ("fresh_" + std::to_string(runs++));
+    EXPECT_EQ(run_convert(convert_args(root_, out, false), {{"TESSERA_TEST_KILL_AT", kill_at(point)}}), 128 + SIGKILL);
     expect_no_manifest_or_valid(out);
-    if (fs::exists(out / "manifest.json")) {
-      ++complete;
+    // Only once the manifest is written is there a dataset, and then it is the whole one.
+    const bool complete = point.first == "cells.manifest_written";
+    EXPECT_EQ(fs::exists(out / "manifest.json"), complete);
+    if (complete) {
       EXPECT_EQ(read_file_text(out / "manifest.json"), reference_manifest_);
-      moments.late(f);
-    } else if (fs::exists(out / "tiles/tile_000000.dct")) {
-      ++partial;  // killed while tiles were being written
-    } else {
-      moments.early(f);
     }
+    if (point.first == "cells.tile_written") {
+      ASSERT_TRUE(fs::exists(out / "tiles"));
+      const auto tiles = std::distance(fs::directory_iterator(out / "tiles"), fs::directory_iterator{});
+      EXPECT_GE(static_cast<std::uint64_t>(tiles), point.second);
+    }
+    partial += !fs::exists(out / "manifest.json") && fs::exists(out / "tiles/tile_000000.dct");
   }
-  RecordProperty("complete_runs", complete);
-  RecordProperty("partial_runs", partial);
+  RecordProperty("kill_runs", runs);
+  EXPECT_GE(runs, 15);
   EXPECT_GT(partial, 0) << "no kill landed while tiles were being written";
 }
 
@@ -152,31 +130,34 @@ TEST_F(ConvertKill, OverwriteNeverLosesThePreviousDataset) {
   const fs::path out = root_ / "dataset";
   auto args = convert_args(root_, out, false);
   *(std::find(args.begin(), args.end(), "--tile-size") + 1) = "1000";
-  ASSERT_EQ(wait_for(spawn_cli(args)), 0);
+  ASSERT_EQ(run_convert(args), 0);
   const std::string old_manifest = read_file_text(out / "manifest.json");
   ASSERT_NE(old_manifest, reference_manifest_);
-  // Runs go on after the new dataset has replaced the old one: a kill must not lose that one either.
-  constexpr int kMaxRuns = 16;
-  int interrupted_builds = 0;
-  KillMoments moments;
-  for (int i = 0; i < kMaxRuns && (i < KillMoments::kSweep || interrupted_builds < 2); ++i) {
-    const double f = moments.next(rng_);
-    const auto manifest_time = fs::last_write_time(out / "manifest.json");
-    const pid_t pid = spawn_cli(convert_args(root_, out, true));
-    std::this_thread::sleep_for(delay(f));
-    ::kill(pid, SIGKILL);
-    const int rc = wait_for(pid);
-    ASSERT_TRUE(fs::exists(out / "manifest.json")) << "run " << i << " lost the dataset";
-    const std::string now = read_file_text(out / "manifest.json");
-    EXPECT_TRUE(now == old_manifest || now == reference_manifest_) << "run " << i;
+  // The points an overwrite passes, traced on a copy of the previous dataset.
+  const fs::path traced = root_ / "traced";
+  fs::copy(out, traced, fs::copy_options::recursive);
+  ASSERT_EQ(run_convert(convert_args(root_, traced, true), {{"TESSERA_TEST_TRACE", (root_ / "overwrite.trace").string()}}), 0);
+  const auto passes = testing::read_trace(root_ / "overwrite.trace");
+  ASSERT_EQ(passes.count("cells.dataset_swapped"), 1u);
+  ASSERT_EQ(passes.at("cells.dataset_swapped"), 1u);
+  auto plan = kill_plan(passes);
+  // The swap last: every kill before it must leave the previous dataset in place.
+  std::stable_partition(plan.begin(), plan.end(), [](const auto& p) { return p.first != "cells.dataset_swapped"; });
+  int interrupted_builds = 0, runs = 0;
+  for (const auto& point : plan) {
+    SCOPED_TRACE("killed at " + kill_at(point));
+    ++runs;
+    const bool swapped = point.first == "cells.dataset_swapped";
+    const pid_t pid = start_process(convert_args(root_, out, true), {.env = {{"TESSERA_TEST_KILL_AT", kill_at(point)}}});
+    EXPECT_EQ(wait_process(pid), 128 + SIGKILL);
+    ASSERT_TRUE(fs::exists(out / "manifest.json")) << "the kill lost the dataset";
+    EXPECT_EQ(read_file_text(out / "manifest.json"), swapped ? reference_manifest_ : old_manifest);
     const auto v = run_cli({"cells", "verify", out.string()});
-    ASSERT_EQ(v.rc, 0) << "run " << i << ": " << v.err;
-    const fs::path staging = root_ / ("dataset.tmp" + std::to_string(pid));
-    if (fs::exists(staging / "tiles")) ++interrupted_builds;
-    else if (rc == 0 || fs::last_write_time(out / "manifest.json") != manifest_time) moments.late(f);  // swapped in
-    else moments.early(f);
+    ASSERT_EQ(v.rc, 0) << v.err;
+    interrupted_builds += !swapped && fs::exists(root_ / ("dataset.tmp" + std::to_string(pid)) / "tiles");
   }
-  RecordProperty("interrupted_builds", interrupted_builds);
+  RecordProperty("kill_runs", runs);
+  EXPECT_GE(runs, 16);
   EXPECT_GT(interrupted_builds, 0) << "no kill landed while the new dataset was being built";
   // Whatever the kills left behind beside the dataset is only ever `<out>.tmp<pid>`.
   for (const auto& entry : fs::directory_iterator(root_.path())) {
@@ -189,16 +170,17 @@ TEST_F(ConvertKill, OverwriteNeverLosesThePreviousDataset) {
 
 TEST_F(ConvertKill, SigtermRemovesThePartialOutput) {
   const fs::path out = root_ / "term";
-  const pid_t pid = spawn_cli(convert_args(root_, out, false));
-  // Wait until the writer has started (the output directory exists), then stop it.
-  for (int i = 0; i < 2000 && !fs::exists(out / "tiles"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  ::kill(pid, SIGTERM);
-  const int rc = wait_for(pid);
-  if (rc == 0) {  // it finished first: then the dataset is whole
-    expect_no_manifest_or_valid(out);
-    return;
-  }
-  EXPECT_EQ(rc, 1);
+  const fs::path hooks = root_ / "term-hooks";
+  fs::create_directories(hooks);
+  // Pause after the first tile, stop the converter there, and let it go on.
+  const pid_t pid = start_process(convert_args(root_, out, false),
+                                  {.env = {{"TESSERA_TEST_PAUSE_AT", "cells.tile_written:1"},
+                                           {"TESSERA_TEST_PAUSE_DIR", hooks.string()}}});
+  const bool paused = testing::wait_until([&] { return fs::exists(hooks / "cells.tile_written.reached"); },
+                                          "the converter to write its first tile");
+  ::kill(pid, paused ? SIGTERM : SIGKILL);
+  testing::write_file_text(hooks / "cells.tile_written.release", "");
+  EXPECT_EQ(wait_process(pid), 1);
   EXPECT_FALSE(fs::exists(out));
 }
 

@@ -1,11 +1,14 @@
 // Several processes (and threads, and a Python process) localizing the same columns at once (C3):
 // the flock makes exactly one of them build each cache file, the others find it built, and all
 // read the same values.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +18,7 @@
 
 #include "obs_cache/obs_cache_support.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/test_hooks.hpp"
 
 namespace tessera::cells {
 namespace {
@@ -149,31 +153,83 @@ TEST(ObsConcurrency, ThreadsOfOneProcessShareTheBuild) {
   for (const auto& col : store.take(cells, cols)) expect_take(*d, col, cells);
 }
 
+// Arms the library's test hooks in this process for one scope (see core/test_hooks.hpp).
+class ScopedTestHooks {
+ public:
+  explicit ScopedTestHooks(const std::vector<std::pair<std::string, std::string>>& settings) : settings_(settings) {
+    for (const auto& [name, value] : settings_) ::setenv(name.c_str(), value.c_str(), 1);
+    test_hooks::reload();
+  }
+  ~ScopedTestHooks() {
+    for (const auto& [name, value] : settings_) ::unsetenv(name.c_str());
+    test_hooks::reload();
+  }
+  ScopedTestHooks(const ScopedTestHooks&) = delete;
+  ScopedTestHooks& operator=(const ScopedTestHooks&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> settings_;
+};
+
 // The lock is a BSD flock, the one Python's fcntl.flock takes: while a Python process holds it,
-// localize waits (POSIX record locks would not exclude each other).
+// localize waits (POSIX record locks would not exclude each other). The waiting is shown without
+// a clock: localize pauses at the test point it passes when its lock attempt finds the lock held
+// (obs_cache.lock_busy), and nothing is built until the test has let the Python process go.
 TEST(ObsConcurrency, WaitsForAPythonFlock) {
   if (testing::run_process({"/usr/bin/python3", "--version"}).rc != 0) GTEST_SKIP() << "no python3";
   const auto d = make_obs_dataset(300, 100, 2);
   const auto store = d->open();
   const std::string fp_dir = d->cache + "/" + d->manifest.obs_fingerprint;
   std::filesystem::create_directories(fp_dir);
-  const std::string marker = (d->tmp / "locked").string();
+  const auto hooks = d->tmp / "hooks";
+  std::filesystem::create_directories(hooks);
+  const std::string locked = (d->tmp / "locked").string(), released = (d->tmp / "released").string();
+  const std::string go = (d->tmp / "go").string();  // a FIFO: the Python process holds the lock until it opens
+  ASSERT_EQ(::mkfifo(go.c_str(), 0600), 0);
+  const ScopedTestHooks armed({{"TESSERA_TEST_PAUSE_AT", "obs_cache.lock_busy:1"}, {"TESSERA_TEST_PAUSE_DIR", hooks.string()}});
   std::thread holder([&] {
     testing::run_python(
-        "import fcntl, sys, time\n"
+        "import fcntl, sys\n"
         "f = open(sys.argv[1], 'a')\n"
         "fcntl.flock(f, fcntl.LOCK_EX)\n"
         "open(sys.argv[2], 'w').close()\n"
-        "time.sleep(1.5)\n",
-        {fp_dir + "/.lock", marker});
+        "open(sys.argv[3]).read()\n"  // blocks until the test opens and closes the FIFO
+        "open(sys.argv[4], 'w').close()\n",
+        {fp_dir + "/.lock", locked, go, released});
   });
-  while (!std::filesystem::exists(marker)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto let_python_go = [&] {
+    const int fd = ::open(go.c_str(), O_WRONLY);
+    if (fd >= 0) ::close(fd);
+  };
+  if (!testing::wait_until([&] { return std::filesystem::exists(locked); }, "the Python process to take the flock")) {
+    let_python_go();
+    holder.join();
+    return;
+  }
   const std::vector<std::string> cols = {"age"};
-  EXPECT_EQ(store->localize(cols), cols);
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::atomic<bool> done{false};
+  std::vector<std::string> fetched;
+  std::string error;
+  std::thread localizer([&] {
+    try {
+      fetched = store->localize(cols);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    done = true;
+  });
+  const auto busy = hooks / "obs_cache.lock_busy.reached";
+  testing::wait_until([&] { return std::filesystem::exists(busy) || done; }, "localize to reach the lock");
+  EXPECT_TRUE(std::filesystem::exists(busy)) << "localize took the lock while the Python process held it";
+  EXPECT_FALSE(done) << "localize finished while the Python process held the lock";
+  EXPECT_TRUE(obs_test::files_containing(d->cache, ".arrow").empty()) << "a cache file was built under a held lock";
+  let_python_go();
+  testing::write_file_text(hooks / "obs_cache.lock_busy.release", "");
+  localizer.join();
   holder.join();
-  EXPECT_GT(waited, 1.0) << "localize did not wait for the Python process's flock";
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(fetched, cols);
+  EXPECT_TRUE(std::filesystem::exists(released));
   const auto cells = random_cells(300, 50, 1);
   for (const auto& col : store->take(cells, cols)) expect_take(*d, col, cells);
 }

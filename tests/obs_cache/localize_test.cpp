@@ -8,12 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "columnar/columnar_support.hpp"
@@ -168,10 +168,18 @@ TEST(ObsLocalize, OneColumnReadsFootersAndOneChunkPerTile) {
   EXPECT_EQ(fresh.localized_columns(), donor);
 }
 
-// A store whose reads take a millisecond and record how many run at once.
-class SlowStore final : public io::Store {
+// A store that records how many reads run at once. Once `meet(n)` is called, until n reads have
+// been in flight together each read waits for the next one to start (at most 60 s, so reads that
+// really run one at a time end in a failed peak check rather than a hang): overlap is made
+// certain, not hoped for from the timing of the threads.
+class OverlapStore final : public io::Store {
  public:
-  explicit SlowStore(io::Store& inner) : inner_(inner) {}
+  explicit OverlapStore(io::Store& inner) : inner_(inner) {}
+  void meet(int n) {
+    std::lock_guard lock(mutex_);
+    meet_ = n;
+    peak_ = now_;
+  }
   std::unique_ptr<io::ByteSource> open(const std::string& key) const override {
     auto source = inner_.open(key);
     return source ? std::make_unique<Source>(std::move(source), *this) : nullptr;
@@ -181,44 +189,54 @@ class SlowStore final : public io::Store {
   void put(const std::string& key, std::span<const std::byte> bytes) override { inner_.put(key, bytes); }
   void erase(const std::string& key) override { inner_.erase(key); }
   const std::string& name() const override { return inner_.name(); }
-  int peak() const { return peak_.load(); }
+  int peak() const {
+    std::lock_guard lock(mutex_);
+    return peak_;
+  }
 
  private:
   class Source final : public io::ByteSource {
    public:
-    Source(std::unique_ptr<io::ByteSource> inner, const SlowStore& store) : inner_(std::move(inner)), store_(store) {}
+    Source(std::unique_ptr<io::ByteSource> inner, const OverlapStore& store) : inner_(std::move(inner)), store_(store) {}
     std::uint64_t size() const override { return inner_->size(); }
     const std::string& name() const override { return inner_->name(); }
     void read_at(std::uint64_t offset, std::span<std::byte> dst) const override {
-      const int now = ++store_.now_;
-      int peak = store_.peak_.load();
-      while (now > peak && !store_.peak_.compare_exchange_weak(peak, now)) {
+      {
+        std::unique_lock lock(store_.mutex_);
+        store_.peak_ = std::max(store_.peak_, ++store_.now_);
+        store_.met_.notify_all();
+        store_.met_.wait_for(lock, std::chrono::seconds(60), [&] { return store_.peak_ >= store_.meet_; });
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
       inner_->read_at(offset, dst);
+      std::lock_guard lock(store_.mutex_);
       --store_.now_;
     }
 
    private:
     std::unique_ptr<io::ByteSource> inner_;
-    const SlowStore& store_;
+    const OverlapStore& store_;
   };
   io::Store& inner_;
-  mutable std::atomic<int> now_{0};
-  mutable std::atomic<int> peak_{0};
+  mutable int meet_ = 0;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable met_;
+  mutable int now_ = 0;
+  mutable int peak_ = 0;
 };
 
 TEST(ObsLocalize, ReadsRunOnTheThreadPool) {
   const auto d = make_obs_dataset(1000, 40, 6);
   auto inner = d->store();
   for (const int threads : {1, 3}) {
-    const auto slow = std::make_shared<SlowStore>(*inner);
-    ObsStore store(slow, d->manifest, {.cache_dir = d->cache + "/" + std::to_string(threads)});
+    const auto overlap = std::make_shared<OverlapStore>(*inner);
+    ObsStore store(overlap, d->manifest, {.cache_dir = d->cache + "/" + std::to_string(threads)});
+    store.column_nbytes();  // the shard footers, read one after another; kept for localize
+    overlap->meet(std::min(threads, 2));
     const std::vector<std::string> cols = {"age", "donor/id", "is_doublet"};
     EXPECT_EQ(store.localize(cols, threads), cols);
-    EXPECT_LE(slow->peak(), threads);
+    EXPECT_LE(overlap->peak(), threads);
     if (threads > 1) {
-      EXPECT_GT(slow->peak(), 1) << "reads ran one at a time";
+      EXPECT_GT(overlap->peak(), 1) << "reads ran one at a time";
     }
     const auto cells = random_cells(1000, 500, 4);
     for (const auto& col : store.take(cells, cols)) expect_take(*d, col, cells);
@@ -330,36 +348,32 @@ TEST(ObsLocalize, FailureMidwayLeavesNoTemporaryFiles) {
   }
 }
 
-TEST(ObsLocalize, TakeOfACategoricalColumnIsFast) {
+// The take of 5,000 cells of the size the speed targets are set for (docs/performance.md,
+// bench/bench_cells_obs.cpp measures them): one localize reads each column once, and every take
+// after it — a categorical alone and one column of each kind — reads nothing from the dataset
+// and returns the source's values.
+TEST(ObsLocalize, TakeOfLocalizedColumnsReadsOnlyTheCache) {
   const auto d = make_obs_dataset(50000, 5000, 4);
   d->tile_size = 5000;
-  const auto store = d->open();
-  const std::vector<std::string> cols = {"cell type"};
-  store->localize(cols);
-  const auto cells = random_cells(50000, 5000, 99);
-  store->take(cells, cols);  // opens and validates the file
-  double best = 1e9;
-  for (int i = 0; i < 30; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto got = store->take(cells, cols);
-    const auto t1 = std::chrono::steady_clock::now();
-    best = std::min(best, std::chrono::duration<double, std::milli>(t1 - t0).count());
-    ASSERT_EQ(got[0].values.length, 5000u);
-  }
-  RecordProperty("take_5000_category_ms", std::to_string(best));
-  EXPECT_LT(best, 1.0) << "5,000 cells of a localized categorical column took " << best << " ms";
-  for (const auto& col : store->take(cells, cols)) expect_take(*d, col, cells);
-  // A few columns of every kind, for the record (strings copy their bytes).
+  auto inner = d->store();
+  const auto counting = std::make_shared<io::CountingStore>(*inner);
+  ObsStore store(counting, d->manifest, {.cache_dir = d->cache});
   const std::vector<std::string> mixed = {"cell type", "age", "is_doublet", "donor/id"};
-  store->take(cells, mixed);
-  double best_mixed = 1e9;
-  for (int i = 0; i < 10; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    store->take(cells, mixed);
-    best_mixed = std::min(best_mixed, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  EXPECT_EQ(store.localize(mixed), mixed);
+  EXPECT_EQ(store.localized_columns().size(), mixed.size());
+  counting->reset();
+  const auto cells = random_cells(50000, 5000, 99);
+  const std::vector<std::string> categorical = {"cell type"};
+  for (int round = 0; round < 3; ++round) {
+    const auto got = store.take(cells, categorical);
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_EQ(got[0].values.length, 5000u);
+    expect_take(*d, got[0], cells);
   }
-  RecordProperty("take_5000_four_kinds_ms", std::to_string(best_mixed));
-  EXPECT_LT(best_mixed, 20.0);
+  const auto got = store.take(cells, mixed);
+  ASSERT_EQ(got.size(), mixed.size());
+  for (const auto& col : got) expect_take(*d, col, cells);
+  EXPECT_EQ(counting->gets() + counting->heads() + counting->lists(), 0u) << "a take of localized columns read the dataset";
 }
 
 TEST(ObsLocalize, ApacheArrowReadsTheCacheFiles) {

@@ -8,14 +8,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 extern char** environ;
 
@@ -222,6 +226,37 @@ RunResult run_process(const std::vector<std::string>& argv, const RunOptions& op
   }
   result.rc = wait_for(pid, &result.peak_rss_kib);
   return result;
+}
+
+pid_t start_process(const std::vector<std::string>& argv, const RunOptions& options) {
+  if (argv.empty()) throw std::invalid_argument("start_process: empty argv");
+  Fd in, out;
+  in.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  out.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  if (!in.open() || !out.open()) throw_errno(errno, "open /dev/null");
+  return spawn(argv, options, in.get(), out.get(), out.get());
+}
+
+int wait_process(pid_t pid) { return wait_for(pid); }
+
+bool wait_until(const std::function<bool()>& condition, const std::string& what) {
+  const auto bound = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > bound) {
+      ADD_FAILURE() << "gave up after 60 s waiting for " << what;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+std::map<std::string, std::uint64_t> read_trace(const fs::path& path) {
+  std::map<std::string, std::uint64_t> passes;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) ++passes[line];
+  return passes;
 }
 
 RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options) {

@@ -6,9 +6,14 @@
 // `namespace tessera`, since `testing` there resolves to this namespace.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <ostream>
 #include <span>
 #include <string>
@@ -80,6 +85,22 @@ RunResult run_process(const std::vector<std::string>& argv, const RunOptions& op
 
 // Runs the tessera CLI built alongside the tests.
 RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options = {});
+
+// Starts argv[0] with stdin, stdout and stderr on /dev/null and returns at once with its pid
+// (for tests that stop, kill or race the child); `wait_process` collects it.
+pid_t start_process(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// Waits for a child of start_process: its exit status, or 128 + signal number.
+int wait_process(pid_t pid);
+
+// Checks `condition` every millisecond until it holds. Fails the test (ADD_FAILURE naming `what`)
+// and returns false after 60 s: a bound for a run that is stuck, never a measurement — nothing
+// may depend on how long the wait took.
+bool wait_until(const std::function<bool()>& condition, const std::string& what);
+
+// A TESSERA_TEST_TRACE file (one test point name per line) as point name -> number of passes;
+// empty when the file does not exist.
+std::map<std::string, std::uint64_t> read_trace(const std::filesystem::path& path);
 
 // Whether `/usr/bin/python3 -c 'import numpy'` succeeds (checked once per process).
 bool have_python_numpy();

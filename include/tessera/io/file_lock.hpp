@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace tessera::io {
 
@@ -18,7 +19,9 @@ class FileLock {
   // Opens `path` (created 0666 before umask) and takes an exclusive lock on it; `what` names the
   // lock in IoErrors ("cannot lock the {what} {path}: {errno}"). With FailIfHeld the holder writes
   // its pid into the file, so the process refused can say who holds it.
-  FileLock(const std::string& path, const std::string& what, Wait wait = Wait::Block);
+  // With Block, a lock someone else holds first passes test point `busy_point` when one is given
+  // (core/test_hooks), so a test can see that this process had to wait.
+  FileLock(const std::string& path, const std::string& what, Wait wait = Wait::Block, std::string_view busy_point = {});
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <iostream>
 
 #include "commands.hpp"
@@ -61,6 +62,14 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.describe() << "\n";
     return 1;
   } catch (const tessera::Error& e) {
+    std::fflush(stdout);
+    print_error_kind(e);
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Sizes from files are checked before they size an allocation (docs/reliability.md); what
+    // still runs out of memory is reported as the limit it is, never as a bare bad_alloc.
+    const tessera::LimitError e(tessera::kOutOfMemoryText);
     std::fflush(stdout);
     print_error_kind(e);
     std::cerr << "error: " << e.what() << "\n";

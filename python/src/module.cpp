@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 
 #include "bindings.hpp"
 #include "tessera/core/error.hpp"
@@ -140,6 +141,8 @@ void register_exceptions(py::module_& m) {
       raise(g_types.unsupported, e);
     } catch (const Error& e) {
       raise(g_types.base, e);
+    } catch (const std::bad_alloc&) {
+      raise(g_types.limit, LimitError(kOutOfMemoryText));  // not a bare MemoryError
     }
   });
 }

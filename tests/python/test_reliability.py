@@ -23,6 +23,15 @@ def tet_with_footer(conformance, tmp_path, footer_json: bytes):
     return path
 
 
+def run_child_interpreter(code: str, *args):
+    """Runs `code` in a new interpreter that imports this tessera; it must exit normally (no
+    signal, no uncaught exception)."""
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 def test_deep_cells_manifest_raises_limit_error(conformance, tmp_path):
     root = tmp_path / "ds"
     shutil.copytree(conformance / "deltacells" / "dataset_small", root)
@@ -65,7 +74,43 @@ def test_interpreter_survives_deep_documents(conformance, tmp_path):
         "except tessera.Error as e:\n"
         "    print(type(e).__name__)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    assert proc.returncode == 0, proc.stderr
+    proc = run_child_interpreter(code, root)
     assert proc.stdout.strip() == "LimitError"
+
+
+def zeros_tet(tmp_path, size: int):
+    """A .tet with one u8 dataset of `size` zero bytes (a multiple of 128 KiB) in one zstd tile,
+    written as a frame of RLE blocks: genuine data, 4 bytes per 128 KiB on disk."""
+    frame = bytearray(struct.pack("<IBBQ", 0xFD2FB528, 0xC0, 0x50, size))
+    block = 128 * 1024
+    for done in range(0, size, block):
+        last = 1 if done + block >= size else 0
+        frame += (last | (1 << 1) | (block << 3)).to_bytes(3, "little") + b"\0"
+    name = b"x"
+    record = struct.pack("<IIII", len(name), 5, 1, 0) + name + b"\0" * 7 + struct.pack("<QQ", size, size)
+    index_offset = 40 + len(record)  # 8-aligned: the record is 40 bytes
+    entry = struct.pack("<Q", 0) + b"\0" * 64 + struct.pack("<QQQII", index_offset + 32 + 104, size, len(frame), 1, 0)
+    header = b"TETR" + struct.pack("<IIIQQ", 1, 1, 0, index_offset, 32 + 104) + struct.pack("<Q", len(record))
+    index = b"TIDX" + struct.pack("<IQHHIQ", 1, 1, 0, 0, 0, 0)
+    path = tmp_path / "zeros.tet"
+    path.write_bytes(header + record + index + entry + bytes(frame))
+    return path
+
+
+def test_out_of_memory_raises_limit_error_not_memory_error(tmp_path):
+    """A genuine 512 MiB tile read under an address-space limit 192 MiB above the interpreter's
+    own: the failed allocation reaches Python as tessera.LimitError, and the interpreter lives."""
+    path = zeros_tet(tmp_path, 512 << 20)
+    code = (
+        "import resource, sys, tessera\n"
+        "f = tessera.tet.open(sys.argv[1])\n"
+        "vm = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmSize:')) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + (192 << 20), resource.RLIM_INFINITY))\n"
+        "try:\n"
+        "    f.query({'dataset': 'x', 'sum': []})\n"
+        "    print('no error')\n"
+        "except tessera.LimitError as e:\n"
+        "    print('LimitError', e.message)\n"
+    )
+    proc = run_child_interpreter(code, path)
+    assert proc.stdout.startswith("LimitError out of memory: an allocation failed"), proc.stdout + proc.stderr

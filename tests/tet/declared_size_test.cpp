@@ -13,6 +13,7 @@
 #include "support/testing.hpp"
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/endian.hpp"
+#include "tessera/core/error.hpp"
 
 namespace tessera::tet {
 namespace {
@@ -74,6 +75,44 @@ TEST(DeclaredTileSize, BombHeaderIsProvenBeforeTheTileIsAllocated) {
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_NE(r.err.find("chunk 0: zstd error"), std::string::npos) << r.err;
   EXPECT_LT(r.peak_rss_kib, kPeakRssLimitKib) << r.err;
+}
+
+// A valid frame of `content_size` zero bytes (a multiple of 128 KiB) made of RLE blocks, 4 bytes per
+// 128 KiB, with a 1 MiB window, so it streams cheaply: real data that is simply large.
+std::vector<std::byte> zeros_frame(std::uint64_t content_size) {
+  std::vector<std::byte> frame(14);
+  store_le<std::uint32_t>(frame.data(), 0xFD2FB528u);
+  frame[4] = std::byte{0xC0};
+  frame[5] = std::byte{0x50};
+  store_le<std::uint64_t>(frame.data() + 6, content_size);
+  constexpr std::uint32_t kBlock = 128 * 1024;
+  for (std::uint64_t done = 0; done < content_size; done += kBlock) {
+    const bool last = done + kBlock >= content_size;
+    const std::uint32_t header = (last ? 1u : 0u) | (1u << 1) | (kBlock << 3);  // RLE block
+    for (int b = 0; b < 3; ++b) frame.push_back(static_cast<std::byte>(header >> (8 * b)));
+    frame.push_back(std::byte{0});
+  }
+  return frame;
+}
+
+TEST(DeclaredTileSize, OutOfMemoryIsALimitErrorNotABareBadAlloc) {
+#if defined(TESSERA_SANITIZED)
+  GTEST_SKIP() << "the sanitizer runtime needs far more address space than the limit this test sets";
+#else
+  // A genuine 512 MiB tile under a 192 MiB address-space limit: the allocation fails, and the
+  // user gets the documented LimitError text (with its error kind), not std::bad_alloc.
+  TempDir dir("tet-out-of-memory");
+  const std::uint64_t size = std::uint64_t{512} << 20;
+  const fs::path file = write_crafted(dir, size, size, size, zeros_frame(size));
+  const RunResult r = tessera::testing::run_process(
+      {"prlimit", "--as=" + std::to_string(std::uint64_t{192} << 20), TESSERA_CLI_PATH, "tet", "query",
+       R"({"dataset":"x","sum":[]})", "-t", file.string(), "-x", "-q"},
+      {.env = {{"TESSERA_ERROR_KIND", "1"}}});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find(kOutOfMemoryText), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: out of memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("LimitError"), std::string::npos) << r.err;
+#endif
 }
 
 TEST(DeclaredTileSize, FrameDeclaringMoreThanTheTileFails) {

@@ -57,6 +57,10 @@ class LimitError : public Error {
   using Error::Error;
 };
 
+// What a failed allocation is reported as (a LimitError) by the CLI and the Python module.
+inline constexpr const char* kOutOfMemoryText =
+    "out of memory: an allocation failed (the data, or a size the input declares, is larger than this machine can hold)";
+
 // Well-formed input that this version of tessera deliberately does not handle.
 class UnsupportedError : public Error {
  public:

@@ -81,8 +81,8 @@ for ((run = 1; run <= repeat; run++)); do
   else
     bash "$ROOT/scripts/test.sh" 2>&1 | tee "$log" || rc=$?
     line="$(tail -n 1 "$log")"
-    passed="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' <<<"$line")"
-    failed="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' <<<"$line")"
+    passed="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed(, [0-9]+ skipped)?$/\1/p' <<<"$line")"
+    failed="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed(, [0-9]+ skipped)?$/\2/p' <<<"$line")"
   fi
   passed=${passed:-0} failed=${failed:-0}
   if [ -z "$line" ]; then failed=$((failed + 1)); fi  # no summary: the run itself broke

@@ -138,7 +138,8 @@ ExecResult run_spill_export(const Plan& plan, const std::string& user_path, cons
   });
   // The preview is read back from the spilled bytes, in logical order.
   res.preview.init(ctx.preview, plan.count, es);
-  std::memcpy(res.preview.bytes.data(), out.data(), res.preview.bytes.size());
+  // memcpy needs valid pointers even for zero bytes, and an empty preview has none.
+  if (!res.preview.bytes.empty()) std::memcpy(res.preview.bytes.data(), out.data(), res.preview.bytes.size());
   out.commit();
   res.fields.emplace_back("spill_f32_path", path);
   res.fields.emplace_back("spill_f32_bytes", plan.logical_bytes);

@@ -291,9 +291,16 @@ void TetFile::decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte
                              FormatError("raw_byte_len " + std::to_string(e.raw_byte_len) + " is more than a " +
                                          std::to_string(e.stored_byte_len) + "-byte zstd payload can decode to"));
     }
+    // The frame header: a view of a memory-resident source, else one small read.
     std::array<std::byte, kZstdFrameHeaderMax> header{};
-    const auto head = std::span(header).first(static_cast<std::size_t>(std::min<std::uint64_t>(e.stored_byte_len, header.size())));
-    source_->read_at(e.payload_offset, head);
+    const std::size_t head_len = static_cast<std::size_t>(std::min<std::uint64_t>(e.stored_byte_len, header.size()));
+    std::span<const std::byte> head;
+    if (const std::byte* p = source_->view(e.payload_offset, head_len)) {
+      head = {p, head_len};
+    } else {
+      source_->read_at(e.payload_offset, std::span(header).first(head_len));
+      head = std::span(header).first(head_len);
+    }
     const auto declared = codec::zstd_frame_content_size(head);
     if (declared && *declared > e.raw_byte_len) {
       rethrow_as_chunk_error(*source_, entry_index,

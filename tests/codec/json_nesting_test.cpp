@@ -82,13 +82,18 @@ TEST(JsonNesting, EveryConformanceZarrJsonIsFarBelowTheLimit) {
   EXPECT_LT(deepest, 16u);
 }
 
-TEST(JsonNesting, CellsManifestMetadata) {
-  testing::TempDir dir("deep-cells");
+// A copy of the conformance dataset under `dir` whose manifest metadata value is `value`.
+fs::path dataset_with_metadata(const testing::TempDir& dir, const std::string& value) {
   const fs::path root = dir / "ds";
   fs::copy(testing::conformance_dir() / "deltacells/dataset_small", root, fs::copy_options::recursive);
   const std::string manifest = testing::read_file_text(root / "manifest.json");
-  testing::write_file_text(root / "manifest.json",
-                           replaced(manifest, "\"hand-made fixture\"", nested_arrays(kHostile)));
+  testing::write_file_text(root / "manifest.json", replaced(manifest, "\"hand-made fixture\"", value));
+  return root;
+}
+
+TEST(JsonNesting, CellsManifestMetadata) {
+  testing::TempDir dir("deep-cells");
+  const fs::path root = dataset_with_metadata(dir, nested_arrays(kHostile));
   try {
     cells::Dataset::open(root.string());
     FAIL() << "expected LimitError";
@@ -196,11 +201,7 @@ TEST(JsonNesting, QueryDocuments) {
 // The CLI ends with one `error:` line naming the file and exit code 1, not a signal.
 TEST(JsonNesting, CliReportsTheFile) {
   testing::TempDir dir("deep-cli");
-  const fs::path root = dir / "ds";
-  fs::copy(testing::conformance_dir() / "deltacells/dataset_small", root, fs::copy_options::recursive);
-  const std::string manifest = testing::read_file_text(root / "manifest.json");
-  testing::write_file_text(root / "manifest.json",
-                           replaced(manifest, "\"hand-made fixture\"", nested_objects(kHostile)));
+  const fs::path root = dataset_with_metadata(dir, nested_objects(kHostile));
   const auto r = testing::run_cli({"cells", "info", root.string()});
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;

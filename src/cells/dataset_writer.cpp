@@ -47,7 +47,9 @@ class OutputDir {
     const bool non_empty = fs::is_directory(status) && !fs::is_empty(final_, ec);
     if (non_empty && !overwrite) throw UsageError(output + " is not empty; pass --overwrite to replace it", output);
     if (non_empty) {
-      // Build beside the old dataset, swap when complete.
+      // Build beside the old dataset, swap when complete. Siblings a killed writer left
+      // (`<out>.tmp<pid>` of a process that is gone) are removed first.
+      if (!final_.filename().empty()) io::remove_stale_temporaries(final_.parent_path(), final_.filename().string() + ".tmp");
       root_ = fs::path(final_.string() + ".tmp" + std::to_string(::getpid()));
       fs::remove_all(root_, ec);
       make_dir(root_);

@@ -76,7 +76,8 @@ std::string file_kind(mode_t mode) {
   return "not a regular file";
 }
 
-AtomicFileSink::AtomicFileSink(std::string destination) : destination_(std::move(destination)) {
+AtomicFileSink::AtomicFileSink(std::string destination, StaleTemporaries stale)
+    : destination_(std::move(destination)) {
   // Where the bytes go depends on what the name is now (docs/reliability.md, output files).
   std::string target = destination_;
   struct stat st;
@@ -106,10 +107,13 @@ AtomicFileSink::AtomicFileSink(std::string destination) : destination_(std::move
   const auto dest = std::filesystem::path(target_);
   auto dir = dest.parent_path();
   if (dir.empty()) dir = ".";
-  std::string pattern = (dir / ("." + dest.filename().string() + ".tmp-XXXXXX")).string();
+  const std::string prefix = "." + dest.filename().string() + ".tmp-";
+  if (stale == StaleTemporaries::Remove) remove_stale_temporaries(dir, prefix);
+  std::string pattern = (dir / (prefix + std::to_string(::getpid()) + "-XXXXXX")).string();
   fd_ = ::mkstemp(pattern.data());
   if (fd_ < 0) throw IoError("cannot create temporary file in " + dir.string() + ": " + errno_text(), destination_);
   temp_path_ = pattern;
+  registration_.assign(temp_path_);
   ::fchmod(fd_, 0644);
 }
 
@@ -150,6 +154,7 @@ void AtomicFileSink::commit() {
   if (::rename(temp_path_.c_str(), target_.c_str()) != 0)
     throw IoError("cannot rename temporary file into place: " + errno_text(), destination_);
   committed_ = true;
+  registration_.release();
   fsync_directory_of(target_);
 }
 
@@ -160,8 +165,8 @@ void MemorySink::write_at(std::uint64_t offset, std::span<const std::byte> bytes
   std::memcpy(bytes_.data() + offset, bytes.data(), bytes.size());
 }
 
-void write_file_atomic(const std::string& path, std::span<const std::byte> bytes) {
-  AtomicFileSink sink(path);
+void write_file_atomic(const std::string& path, std::span<const std::byte> bytes, StaleTemporaries stale) {
+  AtomicFileSink sink(path, stale);
   sink.write(bytes);
   sink.commit();
 }

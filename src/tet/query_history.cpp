@@ -116,7 +116,7 @@ void record_query_history(const QueryDocument& doc, const std::optional<std::str
   if (rows.size() > s.max) rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(s.max));
   std::string text;
   for (const auto& r : rows) text += codec::json::dump(entry_json(r)) + "\n";
-  io::write_file_atomic(*s.path, std::as_bytes(std::span(text)));
+  io::write_file_atomic(*s.path, std::as_bytes(std::span(text)), io::StaleTemporaries::Remove);
 }
 
 std::string HistoryFilter::describe() const {

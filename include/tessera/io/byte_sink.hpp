@@ -2,6 +2,9 @@
 // temporary file in the destination directory, and `commit()` fsyncs it, renames it over the
 // destination and fsyncs the directory. A sink destroyed without `commit()` removes its
 // temporary file, so an interrupted or failed write never damages an existing destination.
+// The temporary is `.<name>.tmp-<pid>-XXXXXX` and is registered for the termination-signal
+// cleanup of io/temporaries.hpp; a sink asked to (the default) first removes the temporaries of
+// earlier writers of the same name whose process is gone (a SIGKILL leaves them).
 //
 // The sink never replaces anything but a regular file or a new name (docs/reliability.md):
 //  - a symbolic link (chain) is followed: the regular file it names is replaced atomically, or
@@ -17,7 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "tessera/io/temporaries.hpp"
+
 namespace tessera::io {
+
+// Whether a sink removes the temporaries dead writers left for the same name (one directory
+// listing). Writers of many small objects in a directory they created skip it.
+enum class StaleTemporaries { Remove, Keep };
 
 class ByteSink {
  public:
@@ -33,7 +42,7 @@ class ByteSink {
 
 class AtomicFileSink final : public ByteSink {
  public:
-  explicit AtomicFileSink(std::string destination);
+  explicit AtomicFileSink(std::string destination, StaleTemporaries stale = StaleTemporaries::Remove);
   ~AtomicFileSink() override;
   AtomicFileSink(const AtomicFileSink&) = delete;
   AtomicFileSink& operator=(const AtomicFileSink&) = delete;
@@ -58,6 +67,7 @@ class AtomicFileSink final : public ByteSink {
   bool streaming_ = false;
   std::uint64_t position_ = 0;
   bool committed_ = false;
+  TemporaryRegistration registration_;
 };
 
 // Collects bytes in memory (tests, small objects, payloads built before a store write).
@@ -76,6 +86,7 @@ class MemorySink final : public ByteSink {
 };
 
 // Writes `bytes` to `path` atomically in one call.
-void write_file_atomic(const std::string& path, std::span<const std::byte> bytes);
+void write_file_atomic(const std::string& path, std::span<const std::byte> bytes,
+                       StaleTemporaries stale = StaleTemporaries::Keep);
 
 }  // namespace tessera::io

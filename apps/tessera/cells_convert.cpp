@@ -221,8 +221,8 @@ void register_cells_convert(CLI::App& cells, int& rc) {
   tenx_h5->excludes(tenx_mtx);
   cmd->add_option("--output", a->output, "output dataset directory")->required();
   cmd->add_option("--format-version", a->format_version, "deltacells format version (1 or 2)")->check(CLI::IsMember({1, 2}));
-  cmd->add_option("--tile-size", a->tile_size, "cells per tile")->check(CLI::PositiveNumber);
-  cmd->add_option("--chunks", a->chunks, "chunks per tile")->check(CLI::PositiveNumber);
+  cmd->add_option("--tile-size", a->tile_size, "cells per tile")->check(integer_at_least(1));
+  cmd->add_option("--chunks", a->chunks, "chunks per tile")->check(integer_at_least(1));
   cmd->add_option("--level", a->level, "zstd level")->check(CLI::Range(-131072, 22));
   cmd->add_flag("--no-sort-genes", a->no_sort_genes, "keep the source gene order");
   cmd->add_option("--sort-genes-max-files", a->sort_genes_max_files, "files summed for the gene order (0 = all)");
@@ -234,7 +234,7 @@ void register_cells_convert(CLI::App& cells, int& rc) {
   cmd->add_flag("--no-var", a->no_var, "do not store var.parquet");
   cmd->add_option("--obs-exclude", a->obs_exclude, "obs columns left out (comma-separated)");
   cmd->add_option("--max-categories", a->max_categories, "largest vocabulary kept as a category");
-  cmd->add_option("--obs-tiles-per-file", a->obs_tiles_per_file, "tiles per obs shard")->check(CLI::PositiveNumber);
+  cmd->add_option("--obs-tiles-per-file", a->obs_tiles_per_file, "tiles per obs shard")->check(integer_at_least(1));
   cmd->add_option("--obs-level", a->obs_level, "zstd level of obs Parquet pages");
   cmd->add_flag("--overwrite", a->overwrite, "replace a non-empty output once the new dataset is complete");
   cmd->add_flag("--quiet", a->quiet, "no progress lines");

@@ -149,7 +149,7 @@ void register_cells_obs(CLI::App& cells, int& rc) {
   CLI::Option* columns = localize->add_option("--columns", a->columns, "columns to localize (comma-separated)");
   localize->add_flag("--all", a->all, "localize every column");
   localize->add_option("--cache-dir", a->cache_dir, "obs cache root");
-  localize->add_option("--threads", a->threads, "concurrent ranged reads (default 8)")->check(CLI::NonNegativeNumber);
+  localize->add_option("--threads", a->threads, "concurrent ranged reads (default 8)")->check(integer_at_least(0));
   localize->callback([a, &rc, columns] { obs_localize(*a, columns->count() > 0, rc); });
 }
 

@@ -27,7 +27,7 @@ void register_cells_verify(CLI::App& cells, int& rc) {
   auto a = std::make_shared<VerifyArgs>();
   CLI::App* cmd = cells.add_subcommand("verify", "Check every tile of a deltacells dataset (or one .dct tile)");
   cmd->add_option("PATH", a->path, "dataset directory (local path or file:// URI) or .dct tile")->required();
-  cmd->add_option("--threads", a->threads, "decode threads per tile (0 counts as 1)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a->threads, "decode threads per tile (0 counts as 1)")->check(integer_at_least(0));
   cmd->callback([a, &rc] {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string local = cells::local_path_of(a->path);

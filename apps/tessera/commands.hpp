@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -45,6 +46,21 @@ std::vector<std::string> route_detected_command(const std::vector<std::string>& 
 // and set its callback.
 void add_tet_info_command(CLI::App& cmd, int& rc);
 void add_tet_verify_command(CLI::App& cmd, int& rc);
+
+// An option check for whole numbers: the value must be a decimal integer >= `min`. Its message
+// states that rule (CLI11's own NonNegativeNumber prints a 300-digit floating-point range).
+inline CLI::Validator integer_at_least(long long min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        long long value = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, ec] = std::from_chars(text.data(), end, value);
+        if (ec != std::errc() || stop != end || value < min)
+          return "must be a whole number >= " + std::to_string(min) + ", got '" + text + "'";
+        return {};
+      },
+      "INT>=" + std::to_string(min));
+}
 
 // Writes `text` exactly (no newline added) and flushes, so stdout and stderr interleave in the
 // order the command wrote them.

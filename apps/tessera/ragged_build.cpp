@@ -151,7 +151,7 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
   cmd->add_option("--layout", a->layout, "hive | flat (default hive)")->check(CLI::IsMember({"hive", "flat"}));
   cmd->add_flag("--overwrite", a->o.overwrite, "replace committed leaves (atomically)");
   cmd->add_flag("--zagg-identical-metadata", a->o.leaf.zagg_identical_metadata, "omit dggs.latitude from the leaf groups");
-  cmd->add_option("--threads", a->o.threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a->o.threads, "worker threads (default: all cores)")->check(integer_at_least(0));
   cmd->callback([a, &rc] {
     ragged::build::BuildOptions o = options_of(*a);
     const bool tty = ::isatty(STDERR_FILENO) == 1;

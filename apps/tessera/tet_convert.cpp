@@ -36,7 +36,7 @@ void register_tet_convert(CLI::App& tet, int& rc) {
   cmd->add_option("INPUT", args->input, "Input: .h5/.hdf5/.hdf/.he2/.he5, .nc/.nc4/…, or a Zarr v3 directory")->required();
   cmd->add_option("OUTPUT", args->output, "Output .tet file (written atomically)")->required();
   cmd->add_option("--jobs,-j", args->jobs, "Parallel tile readers (0 = available parallelism, at most 64)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_at_least(0));
   cmd->callback([args, &rc] {
     interop::ConvertOptions options;
     options.jobs = args->jobs;

@@ -92,7 +92,7 @@ void register_tet_qhist(CLI::App& tet, int& rc) {
   cmd->add_flag("--clear", *clear, "Delete the history file");
 
   CLI::App* ls = cmd->add_subcommand("list", "List recorded queries (newest first)");
-  ls->add_option("-n", list->limit, "Rows to show (default: the keep limit)");
+  ls->add_option("-n", list->limit, "Rows to show (default: the keep limit)")->check(integer_at_least(0));
   ls->add_flag("--all", list->all, "Show every row");
   ls->add_flag("--json", list->json, "JSON output");
   add_filter_options(ls, list->filter, "--tet");

@@ -172,7 +172,8 @@ TEST_P(CorruptFile, InfoFailsWithTheRuleTextAndVerifyReportsIt) {
     EXPECT_EQ(info.err.rfind("error: " + c.error, 0), 0u) << info.err;
     EXPECT_EQ(info.err.back(), '\n');
   } else {
-    EXPECT_EQ(info.err, "error: " + c.error + "\n");
+    // The rule's text, then the file it was found in (docs/reliability.md, "Errors name the file").
+    EXPECT_EQ(info.err, "error: " + c.error + " (in " + path.string() + ")\n");
   }
 
   const VerifyReport r = verify_bytes(bytes);

@@ -166,6 +166,25 @@ void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_by
   out.resize(produced);
 }
 
+std::size_t zstd_decompress_prefix(std::span<const std::byte> src, std::span<std::byte> dst) {
+  ZSTD_DCtx* ctx = thread_dctx();
+  ZSTD_DCtx_reset(ctx, ZSTD_reset_session_only);
+  ZSTD_inBuffer in{src.data(), src.size(), 0};
+  ZSTD_outBuffer out{dst.data(), dst.size(), 0};
+  while (out.pos < out.size && in.pos < in.size) {
+    const std::size_t in_before = in.pos, out_before = out.pos;
+    const std::size_t rc = ZSTD_decompressStream(ctx, &out, &in);
+    if (ZSTD_isError(rc)) {
+      ZSTD_DCtx_reset(ctx, ZSTD_reset_session_only);
+      throw FormatError(std::string("zstd error: ") + ZSTD_getErrorName(rc));
+    }
+    if (in.pos == in_before && out.pos == out_before) break;  // cut short: the whole decode reports it
+  }
+  // The one-shot decoder shares the context: leave no half-read frame in it.
+  ZSTD_DCtx_reset(ctx, ZSTD_reset_session_only);
+  return out.pos;
+}
+
 std::size_t zstd_compress_append(std::span<const std::byte> src, std::vector<std::byte>& out, const ZstdOptions& options) {
   ZSTD_CCtx* ctx = thread_cctx();
   ZSTD_CCtx_reset(ctx, ZSTD_reset_session_and_parameters);
@@ -184,6 +203,12 @@ std::vector<std::byte> zstd_compress(std::span<const std::byte> src, const ZstdO
   std::vector<std::byte> out;
   zstd_compress_append(src, out, options);
   return out;
+}
+
+std::optional<std::uint64_t> zstd_declared_total_size(std::span<const std::byte> src) {
+  const unsigned long long n = declared_total(src);
+  if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR) return std::nullopt;
+  return n;
 }
 
 std::optional<std::uint64_t> zstd_frame_content_size(std::span<const std::byte> src) {

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -22,9 +23,16 @@ namespace {
 // The u32le checksum the crc32c codec appends.
 constexpr std::size_t kCrcBytes = 4;
 
+// Vlen payloads that may decode past kVlenPeekThreshold have their first kVlenPeekBytes checked
+// first (decode_vlen_chunk_into).
+constexpr std::uint64_t kVlenPeekThreshold = std::uint64_t{16} << 20;
+constexpr std::size_t kVlenPeekBytes = std::size_t{64} << 10;
+
+// `before_last_zstd`, when given, sees the input of the last zstd step before it is decoded.
 bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> stored, std::span<const std::byte>& cur,
                            std::vector<std::byte>& scratch, std::span<std::byte>* exact_out, std::uint64_t max_bytes,
-                           const ChunkRef& chunk) {
+                           const ChunkRef& chunk,
+                           const std::function<void(std::span<const std::byte>)>& before_last_zstd = {}) {
   cur = stored;
   bool in_scratch = false;  // whether `cur` views `scratch` (then a decoder cannot reuse it)
   for (std::size_t i = chain.bytes_to_bytes.size(); i-- > 0;) {
@@ -43,6 +51,7 @@ bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> s
       cur = payload;  // stripping the checksum is a view, no copy
       continue;
     }
+    if (i == 0 && before_last_zstd) before_last_zstd(cur);
     try {
       if (i == 0 && exact_out) {
         codec::zstd_decompress_into(cur, *exact_out);
@@ -125,7 +134,21 @@ void decode_vlen_chunk_into(const CodecChain& chain, std::span<const std::byte> 
   VlenChunk::Storage storage = out.release();
   std::vector<std::byte>& framed = storage.bytes;
   std::span<const std::byte> cur;
-  decode_bytes_to_bytes(chain, stored, cur, framed, nullptr, max_bytes, chunk);
+  // A large zstd payload is checked on its first bytes before it is decoded whole (spec §1.7;
+  // docs/reliability.md): a bomb with a wrong count or lengths never gets its gigabyte.
+  const auto check_start = [&](std::span<const std::byte> zstd_payload) {
+    const auto declared = codec::zstd_declared_total_size(zstd_payload);
+    if (declared && *declared <= kVlenPeekThreshold) return;
+    thread_local std::vector<std::byte> prefix(kVlenPeekBytes);
+    std::size_t n = 0;
+    try {
+      n = codec::zstd_decompress_prefix(zstd_payload, prefix);
+    } catch (const FormatError& e) {
+      fail<FormatError>(chunk.key, chunk.label() + " zstd", e.what());
+    }
+    check_vlen_prefix(std::span(prefix).first(n), declared.value_or(kVlenFrameSizeUnknown), count, chunk);
+  };
+  decode_bytes_to_bytes(chain, stored, cur, framed, nullptr, max_bytes, chunk, check_start);
   if (cur.size() > max_bytes)
     fail<LimitError>(chunk.key, chunk.label(),
                      "decoded size " + std::to_string(cur.size()) + " exceeds the limit of " + std::to_string(max_bytes) + " bytes");

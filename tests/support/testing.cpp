@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include "tessera/core/endian.hpp"
+#include "tessera/core/error.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -306,6 +309,77 @@ void write_file_bytes(const fs::path& path, std::span<const std::byte> bytes) {
 
 void write_file_text(const fs::path& path, std::string_view text) {
   write_file_bytes(path, std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
+
+RunResult run_in_child(const std::function<void()>& fn) {
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) throw_errno(errno, "pipe");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw_errno(errno, "fork");
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    std::string message;
+    int rc = 0;
+    try {
+      fn();
+    } catch (const tessera::FormatError& e) {
+      message = std::string("FormatError: ") + e.what(), rc = 1;
+    } catch (const tessera::LimitError& e) {
+      message = std::string("LimitError: ") + e.what(), rc = 1;
+    } catch (const tessera::Error& e) {
+      message = std::string("Error: ") + e.what(), rc = 1;
+    } catch (const std::exception& e) {
+      message = std::string("std: ") + e.what(), rc = 1;
+    }
+    for (std::size_t done = 0; done < message.size();) {
+      const ssize_t n = ::write(pipe_fds[1], message.data() + done, message.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::_exit(rc);
+  }
+  ::close(pipe_fds[1]);
+  RunResult result;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    result.err.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  result.rc = wait_for(pid, &result.peak_rss_kib);
+  return result;
+}
+
+std::vector<std::byte> zstd_zeros_frame(std::span<const std::byte> prefix, std::uint64_t zeros, bool declare_size) {
+  constexpr std::uint32_t kBlock = 128 * 1024;
+  if (prefix.size() >= kBlock) throw std::invalid_argument("zstd_zeros_frame: prefix of 128 KiB or more");
+  std::vector<std::byte> frame(4);
+  store_le<std::uint32_t>(frame.data(), 0xFD2FB528u);  // magic
+  if (declare_size) {
+    frame.push_back(std::byte{0xC0});  // 8-byte content size, window descriptor present
+    frame.push_back(std::byte{0x50});  // 1 MiB window
+    append_le<std::uint64_t>(frame, prefix.size() + zeros);
+  } else {
+    frame.push_back(std::byte{0x00});  // no content size, window descriptor present
+    frame.push_back(std::byte{0x50});
+  }
+  const auto block_header = [&](bool last, std::uint32_t type, std::uint32_t size) {
+    const std::uint32_t header = (last ? 1u : 0u) | (type << 1) | (size << 3);
+    for (int b = 0; b < 3; ++b) frame.push_back(static_cast<std::byte>(header >> (8 * b)));
+  };
+  if (!prefix.empty() || zeros == 0) {
+    block_header(zeros == 0, 0, static_cast<std::uint32_t>(prefix.size()));  // raw block
+    frame.insert(frame.end(), prefix.begin(), prefix.end());
+  }
+  for (std::uint64_t done = 0; done < zeros;) {
+    const std::uint32_t n = static_cast<std::uint32_t>(std::min<std::uint64_t>(kBlock, zeros - done));
+    done += n;
+    block_header(done == zeros, 1, n);  // RLE block of n zero bytes
+    frame.push_back(std::byte{0});
+  }
+  return frame;
 }
 
 }  // namespace tessera::testing

@@ -93,6 +93,18 @@ pid_t start_process(const std::vector<std::string>& argv, const RunOptions& opti
 // Waits for a child of start_process: its exit status, or 128 + signal number.
 int wait_process(pid_t pid);
 
+// Runs `fn` in a forked child and waits for it: rc 0 when it returned, 1 when it threw (`err`
+// holds the exception's type kind and what(): "FormatError: …", "LimitError: …", "std: …"), or
+// 128 + signal; `peak_rss_kib` is the child's own peak resident set size. For tests that bound
+// the memory one library call takes. The child leaves with _exit, running no destructors.
+RunResult run_in_child(const std::function<void()>& fn);
+
+// A valid zstd frame decoding to `prefix` followed by `zeros` zero bytes: the prefix as a raw
+// block, the zeros as RLE blocks of 128 KiB (4 bytes each), a 1 MiB window. Gigabytes of content
+// in kilobytes, cheap to stream: compression bombs, or real data that is simply large. With
+// `declare_size` false the header omits the content size.
+std::vector<std::byte> zstd_zeros_frame(std::span<const std::byte> prefix, std::uint64_t zeros, bool declare_size = true);
+
 // Checks `condition` every millisecond until it holds. Fails the test (ADD_FAILURE naming `what`)
 // and returns false after 60 s: a bound for a run that is stuck, never a measurement — nothing
 // may depend on how long the wait took.

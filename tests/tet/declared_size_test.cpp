@@ -77,23 +77,8 @@ TEST(DeclaredTileSize, BombHeaderIsProvenBeforeTheTileIsAllocated) {
   EXPECT_LT(r.peak_rss_kib, kPeakRssLimitKib) << r.err;
 }
 
-// A valid frame of `content_size` zero bytes (a multiple of 128 KiB) made of RLE blocks, 4 bytes per
-// 128 KiB, with a 1 MiB window, so it streams cheaply: real data that is simply large.
-std::vector<std::byte> zeros_frame(std::uint64_t content_size) {
-  std::vector<std::byte> frame(14);
-  store_le<std::uint32_t>(frame.data(), 0xFD2FB528u);
-  frame[4] = std::byte{0xC0};
-  frame[5] = std::byte{0x50};
-  store_le<std::uint64_t>(frame.data() + 6, content_size);
-  constexpr std::uint32_t kBlock = 128 * 1024;
-  for (std::uint64_t done = 0; done < content_size; done += kBlock) {
-    const bool last = done + kBlock >= content_size;
-    const std::uint32_t header = (last ? 1u : 0u) | (1u << 1) | (kBlock << 3);  // RLE block
-    for (int b = 0; b < 3; ++b) frame.push_back(static_cast<std::byte>(header >> (8 * b)));
-    frame.push_back(std::byte{0});
-  }
-  return frame;
-}
+// A valid frame of `content_size` zero bytes that streams cheaply: real data that is simply large.
+std::vector<std::byte> zeros_frame(std::uint64_t content_size) { return tessera::testing::zstd_zeros_frame({}, content_size); }
 
 TEST(DeclaredTileSize, OutOfMemoryIsALimitErrorNotABareBadAlloc) {
 #if defined(TESSERA_SANITIZED)

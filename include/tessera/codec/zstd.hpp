@@ -36,6 +36,12 @@ std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, st
 // `src` must not lie inside `out`.
 void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_bytes, std::vector<std::byte>& out);
 
+// Decodes the first bytes of the zstd frame(s) in `src` into `dst`, streaming, and returns how
+// many were produced: dst.size(), or fewer when the frames decode to less. Lets a reader check the
+// structure at the start of a large payload before it allocates room for all of it. Throws
+// FormatError (`zstd error: {name}`) for a corrupt frame.
+std::size_t zstd_decompress_prefix(std::span<const std::byte> src, std::span<std::byte> dst);
+
 // Compresses `src` as one frame at `level` (libzstd levels; 0 means libzstd's default, 3).
 // `content_size` controls the frame-header content-size field; `checksum` the xxhash trailer.
 struct ZstdOptions {
@@ -47,6 +53,10 @@ std::vector<std::byte> zstd_compress(std::span<const std::byte> src, const ZstdO
 // Appends to `out` (avoids reallocating in loops) and returns the compressed size.
 std::size_t zstd_compress_append(std::span<const std::byte> src, std::vector<std::byte>& out,
                                  const ZstdOptions& options = {});
+
+// The total declared content size of every frame in `src`, if all are well formed and each
+// declares its size.
+std::optional<std::uint64_t> zstd_declared_total_size(std::span<const std::byte> src);
 
 // The frame's declared content size, if the header is valid and declares one.
 std::optional<std::uint64_t> zstd_frame_content_size(std::span<const std::byte> src);

@@ -41,6 +41,16 @@ std::vector<VlenElementRef> unframe_vlen(std::span<const std::byte> framed, std:
 void unframe_vlen_into(std::span<const std::byte> framed, std::uint64_t expected_count, const ChunkRef& chunk,
                        std::vector<VlenElementRef>& out);
 
+// The size of a frame whose decoder does not declare it.
+inline constexpr std::uint64_t kVlenFrameSizeUnknown = UINT64_MAX;
+// Checks what the first `prefix.size()` bytes of a framed chunk of `frame_size` bytes (or
+// kVlenFrameSizeUnknown) can decide: the count, each length field present against the frame's
+// size, and bytes after the last element. A reader runs it on a small decoded prefix before it
+// decodes a large chunk whole, so a compression bomb with a wrong count or lengths is refused
+// after a few kilobytes. Throws the FormatErrors of unframe_vlen.
+void check_vlen_prefix(std::span<const std::byte> prefix, std::uint64_t frame_size, std::uint64_t expected_count,
+                       const ChunkRef& chunk);
+
 // One decoded read chunk of byte strings: owns the unframed bytes, element i is a view into them.
 class VlenChunk {
  public:

@@ -5,15 +5,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "tessera/cells/obs_schema.hpp"
 #include "tessera/cells/obs_store.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/codec/checksum.hpp"
+#include "tessera/io/byte_source.hpp"
 
 namespace tessera::cells {
 namespace obs_cache {
@@ -176,6 +180,54 @@ void PlainFileSink::commit() {
     throw IoError(what_ + ": close of " + path_ + " failed: " + errno_text(e), path_);
   }
   committed_ = true;
+}
+
+namespace {
+
+std::string check_path(const std::string& cache_file) { return cache_file + ".check"; }
+
+}  // namespace
+
+void write_check(const std::string& written, const std::string& final_path) noexcept {
+  try {
+    const auto source = io::open_file(written, io::OpenMode::Pread);
+    std::uint32_t crc = 0;
+    std::vector<std::byte> buffer(std::size_t{1} << 20);
+    for (std::uint64_t at = 0; at < source->size();) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), source->size() - at));
+      source->read_at(at, std::span(buffer).first(n));
+      crc = codec::crc32c(std::span(buffer).first(n), crc);
+      at += n;
+    }
+    char line[64];
+    std::snprintf(line, sizeof line, "crc32c=%08x size=%llu\n", crc, static_cast<unsigned long long>(source->size()));
+    io::write_file_atomic(check_path(final_path), std::as_bytes(std::span(line, std::strlen(line))));
+  } catch (...) {
+    // No sidecar: the file is used unchecked, as one the reference wrote.
+  }
+}
+
+void verify_check(const std::string& path, std::span<const std::byte> bytes) {
+  std::string text;
+  try {
+    const auto source = io::open_file(check_path(path), io::OpenMode::Pread);
+    if (source->size() > 64) return;
+    text.resize(static_cast<std::size_t>(source->size()));
+    source->read_at(0, std::as_writable_bytes(std::span(text)));
+  } catch (const Error&) {
+    return;  // no sidecar
+  }
+  unsigned crc = 0;
+  unsigned long long size = 0;
+  if (std::sscanf(text.c_str(), "crc32c=%8x size=%llu", &crc, &size) != 2) return;
+  if (size != bytes.size()) return;  // not the file the sidecar describes
+  const std::uint32_t computed = codec::crc32c(bytes);
+  if (computed != crc) {
+    char message[160];
+    std::snprintf(message, sizeof message,
+                  "obs cache file is damaged: CRC-32C %08x, written as %08x (its .check sidecar)", computed, crc);
+    throw FormatError(message, path, "checksum");
+  }
 }
 
 }  // namespace obs_cache

@@ -4,7 +4,9 @@
 // renames itself (under io::FileLock on `<root>/<fingerprint>/.lock`).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +33,19 @@ bool file_exists(const std::string& path) noexcept;
 
 // `mkdir -p` with mode 0777 before umask; IoError naming the directory.
 void make_directories(const std::string& path);
+
+// The check sidecar of a cache file: `<file>.check`, one line `crc32c=<8 hex digits> size=<bytes>`
+// describing the file as written, so damage after the write (a flipped bit on disk, in the page
+// cache, or an in-place edit) is detected; C9 then rebuilds the file. A file's bytes are fixed by
+// the dataset's fingerprint and the column, so a file the Python reference rebuilt (it writes no
+// sidecar) has the same content; one of another size is not the file described and is not
+// checked. write_check describes `written` (the finished temporary) in the sidecar of
+// `final_path`; best effort: a sidecar that cannot be written leaves the file unchecked, never
+// fails the localize.
+void write_check(const std::string& written, const std::string& final_path) noexcept;
+// Checks `bytes`, the whole content of the cache file at `path`, against its sidecar when the
+// sidecar describes this file; FormatError naming the file and "checksum" on a mismatch.
+void verify_check(const std::string& path, std::span<const std::byte> bytes);
 
 // Writes straight to `path` (created or truncated), buffered; `commit()` flushes, fsyncs and
 // closes it. Nothing is renamed and nothing is deleted: the caller owns the file's fate.

@@ -264,6 +264,7 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
     t.sink.reset();
   }
   for (auto& t : targets) {
+    obs_cache::write_check(t.temp_path, t.final_path);  // before the rename, which keeps size and mtime
     if (::rename(t.temp_path.c_str(), t.final_path.c_str()) != 0) {
       const int e = errno;
       throw IoError("cannot rename " + t.temp_path + " into place: " + std::strerror(e), t.final_path);

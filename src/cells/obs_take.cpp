@@ -130,6 +130,10 @@ std::shared_ptr<const ObsCacheFile> open_obs_cache_file(const std::string& path,
                                                         const Manifest& manifest) {
   auto f = std::make_shared<ObsCacheFile>();
   f->source = io::open_file(path, io::OpenMode::Mmap);
+  // A file damaged since it was written fails here, and C9 below rebuilds it.
+  const std::uint64_t size = f->source->size();
+  if (const std::byte* all = size > 0 ? f->source->view(0, size) : nullptr)
+    obs_cache::verify_check(path, std::span(all, static_cast<std::size_t>(size)));
   f->file = columnar::ArrowFile::open(*f->source);
   const auto& file = *f->file;
   const std::string name = quoted(column.name);

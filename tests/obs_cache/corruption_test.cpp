@@ -125,6 +125,18 @@ TEST_F(ObsCorruption, CategoryCodesOutOfRangeAreRebuilt) {
   }
 }
 
+// A flipped bit in a value leaves every structure valid; the file's .check sidecar (its CRC-32C as
+// written) catches it, and the file is rebuilt like any other corrupt one.
+TEST_F(ObsCorruption, FlippedValueIsCaughtByTheChecksum) {
+  const auto values = [](const columnar::ArrowArrayView& v) { return v.values; };
+  for (const std::string column : {"age", "n_genes", "cell type"}) {
+    const Bytes good = testing::read_file_bytes(file_of(column));
+    Bytes b = good;
+    b[buffer_offset(column, 3, values) + 5] ^= std::byte{0x10};
+    expect_rebuilt(column, b, column + ": one value bit");
+  }
+}
+
 TEST_F(ObsCorruption, WrongFieldOrTilingIsRebuilt) {
   // Another column's file (C7: name and type).
   expect_rebuilt("n_genes", testing::read_file_bytes(file_of("age")), "age's file as n_genes");

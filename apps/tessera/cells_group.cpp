@@ -7,10 +7,13 @@
 #include "tessera/cells/dataset.hpp"
 #include "tessera/cells/tile_header.hpp"
 #include "tessera/io/byte_source.hpp"
+#include "tessera/io/uri.hpp"
 
 namespace tessera::cli {
 
 bool is_cells_tile_file(const std::string& path) {
+  // Over HTTP a dataset is a prefix, not an object: a tile is named by its extension.
+  if (io::is_remote_uri(path)) return io::display_url(path).ends_with(".dct");
   std::error_code ec;
   const std::string local = cells::local_path_of(path);
   if (!std::filesystem::is_regular_file(local, ec)) return false;

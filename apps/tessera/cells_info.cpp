@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "tessera/cells/dataset.hpp"
 #include "tessera/cells/report.hpp"
+#include "tessera/io/uri.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -18,16 +19,17 @@ struct InfoArgs {
   std::string cache_dir;
 };
 
-std::string display_path(const std::string& local) {
-  std::string s = std::filesystem::absolute(local).lexically_normal().string();
+std::string display_path(const std::string& path) {
+  if (io::is_remote_uri(path)) return io::display_url(path);
+  std::string s = std::filesystem::absolute(cells::local_path_of(path)).lexically_normal().string();
   while (s.size() > 1 && s.back() == '/') s.pop_back();
   return s;
 }
 
-std::string tile_info(const std::string& local) {
-  const cells::Tile t = cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_file(local)));
+std::string tile_info(const std::string& path) {
+  const cells::Tile t = cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_source(path)));
   std::string s;
-  s += "tile:           " + display_path(local) + "\n";
+  s += "tile:           " + display_path(path) + "\n";
   s += "cells x genes:  " + std::to_string(t.n_cells()) + " x " + std::to_string(t.n_genes()) + "\n";
   s += "nonzeros:       " + std::to_string(t.nnz()) + "\n";
   s += "size:           " + std::to_string(t.size()) + " bytes\n";
@@ -49,18 +51,17 @@ std::string tile_info(const std::string& local) {
 void register_cells_info(CLI::App& cells, int& rc) {
   auto a = std::make_shared<InfoArgs>();
   CLI::App* cmd = cells.add_subcommand("info", "Summary of a deltacells dataset (or one .dct tile)");
-  cmd->add_option("PATH", a->path, "dataset directory (local path or file:// URI) or .dct tile")->required();
+  cmd->add_option("PATH", a->path, "dataset directory or .dct tile (local path, file://, http:// or https:// URI)")->required();
   CLI::Option* cache = cmd->add_option("--cache-dir", a->cache_dir, "obs cache root");
   cmd->callback([a, &rc, cache] {
-    const std::string local = cells::local_path_of(a->path);
-    if (is_cells_tile_file(local)) {
-      write_stream(stdout, tile_info(local));
+    if (is_cells_tile_file(a->path)) {
+      write_stream(stdout, tile_info(a->path));
       rc = 0;
       return;
     }
-    auto ds = cells::Dataset::open(local);
+    auto ds = cells::Dataset::open(a->path);
     cells::InfoOptions o;
-    o.display_path = display_path(local);
+    o.display_path = display_path(a->path);
     if (cache->count() > 0) o.cache_dir = a->cache_dir;
     write_stream(stdout, cells::render_info(*ds, o));
     rc = 0;

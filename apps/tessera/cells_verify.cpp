@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "tessera/cells/dataset.hpp"
 #include "tessera/cells/report.hpp"
+#include "tessera/io/uri.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -26,14 +27,13 @@ struct VerifyArgs {
 void register_cells_verify(CLI::App& cells, int& rc) {
   auto a = std::make_shared<VerifyArgs>();
   CLI::App* cmd = cells.add_subcommand("verify", "Check every tile of a deltacells dataset (or one .dct tile)");
-  cmd->add_option("PATH", a->path, "dataset directory (local path or file:// URI) or .dct tile")->required();
+  cmd->add_option("PATH", a->path, "dataset directory or .dct tile (local path, file://, http:// or https:// URI)")->required();
   cmd->add_option("--threads", a->threads, "decode threads per tile (0 counts as 1)")->check(integer_at_least(0));
   cmd->callback([a, &rc] {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string local = cells::local_path_of(a->path);
     const unsigned threads = a->threads < 1 ? 1u : static_cast<unsigned>(a->threads);
-    if (is_cells_tile_file(local)) {
-      const cells::Tile t = cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_file(local)));
+    if (is_cells_tile_file(a->path)) {
+      const cells::Tile t = cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_source(a->path)));
       std::vector<std::int32_t> indices(t.nnz()), values(t.nnz());
       t.decode(indices, values, {.threads = threads});
       write_stream(stdout, "OK: tile of " + std::to_string(t.n_cells()) + " cells, " + std::to_string(t.nnz()) +
@@ -41,7 +41,7 @@ void register_cells_verify(CLI::App& cells, int& rc) {
       rc = 0;
       return;
     }
-    auto ds = cells::Dataset::open(local);
+    auto ds = cells::Dataset::open(a->path);
     cells::VerifyOptions o;
     o.threads = threads;
     o.progress = [](const std::string& line) { write_stream(stdout, line + "\n"); };

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/byte_source.hpp"
+#include "tessera/io/uri.hpp"
 #include "tessera/ragged/morton.hpp"
 
 namespace tessera::cli::ragged_cli {
@@ -13,7 +14,36 @@ namespace tessera::cli::ragged_cli {
 namespace fs = std::filesystem;
 using codec::json::JsonWriter;
 
+namespace {
+
+Target open_remote_target(const std::string& store, const std::optional<std::string>& shard) {
+  std::string base = store;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  const auto root_store = io::open_store(base);
+  const bool has_manifest = root_store->exists(std::string(ragged::hive::kManifestKey));
+  Target target;
+  target.given = store;
+  if (has_manifest) target.manifest = ragged::hive::Manifest::read(*root_store);
+  if (shard) {
+    if (!has_manifest) throw UsageError(store + ": --shard needs a hive root (a prefix holding morton_hive.json)");
+    const std::string leaf = ragged::hive::leaf_path(*shard, target.manifest->path_grouping);
+    if (!root_store->exists(leaf + "/zarr.json"))
+      throw IoError(store + ": the hive has no leaf for shard " + *shard + " (expected " + leaf + ")", store);
+    target.root = base + "/" + leaf;
+    target.shard = ragged::morton::parse_decimal(*shard);
+  } else {
+    target.root = base;
+    target.hive_root = has_manifest;
+    target.shard = ragged::hive::shard_of_basename(fs::path(base).filename().string());
+  }
+  target.store = io::open_store(target.root.string());
+  return target;
+}
+
+}  // namespace
+
 Target open_target(const std::string& store, const std::optional<std::string>& shard) {
+  if (io::is_remote_uri(store)) return open_remote_target(store, shard);
   const fs::path path(store);
   std::error_code ec;
   if (!fs::is_directory(path, ec))
@@ -109,8 +139,17 @@ fs::path stats_sidecar_of(const fs::path& leaf) {
   return leaf.parent_path() / "stats.json";
 }
 
+bool input_exists(const fs::path& path) {
+  if (io::is_remote_uri(path.string())) {
+    const auto slash = path.string().rfind('/');
+    return io::open_store(path.string().substr(0, slash))->exists(path.string().substr(slash + 1));
+  }
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
 codec::json::Json read_json_file(const fs::path& path) {
-  const auto src = io::open_file(path.string(), io::OpenMode::Pread);
+  const auto src = io::open_source(path.string(), {.mode = io::OpenMode::Pread});
   std::string text(src->size(), '\0');
   src->read_at(0, std::as_writable_bytes(std::span(text)));
   return codec::json::parse_strict(text, path.string());

@@ -18,18 +18,20 @@
 
 namespace tessera::cli::ragged_cli {
 
-// A STORE argument resolved to the directory the readers are rooted at.
+// A STORE argument (a local directory or an http(s):// prefix) resolved to the store the readers
+// are rooted at.
 struct Target {
   std::string given;                                 // STORE as typed
-  std::filesystem::path root;                        // the directory the store is rooted at
+  std::filesystem::path root;                        // the directory (or URL) the store is rooted at
   bool hive_root = false;                            // STORE holds morton_hive.json and no --shard was given
   std::optional<ragged::hive::Manifest> manifest;    // the hive's manifest (hive roots, and leaves found with --shard)
   std::optional<std::uint64_t> shard;                // the shard word a leaf names (basename or --shard)
-  std::unique_ptr<io::DirectoryStore> store;
+  std::unique_ptr<io::Store> store;                  // io::open_store of `root`
 };
 
 // Opens STORE; with `shard` (a decimal id) STORE must be a hive root and the leaf of that shard is
-// opened. IoError when the directory does not exist; UsageError for --shard on a non-hive.
+// opened. IoError when the directory does not exist; UsageError for --shard on a non-hive. Over
+// HTTP nothing is listed: the hive manifest and the leaf's zarr.json are probed by name.
 Target open_target(const std::string& store, const std::optional<std::string>& shard);
 // The same, refusing a hive root (commands that read cells need a leaf: `--shard ID`).
 Target open_leaf(const std::string& store, const std::optional<std::string>& shard);
@@ -54,8 +56,10 @@ void print_json(const codec::json::Json& tree);
 // `{id}_{window}.zarr` → `stats_{window}.json`, `{window}.pyramid.zarr` →
 // `{window}.pyramid.stats.json`.
 std::filesystem::path stats_sidecar_of(const std::filesystem::path& leaf);
-// A whole JSON file, parsed strictly.
+// A whole JSON file (a local path or an http(s):// URL), parsed strictly.
 codec::json::Json read_json_file(const std::filesystem::path& path);
+// Whether the file or object exists (a HEAD over HTTP).
+bool input_exists(const std::filesystem::path& path);
 
 // Words (morton, toc) are decimal strings in JSON.
 std::string word_text(std::uint64_t word);

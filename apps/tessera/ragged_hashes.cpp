@@ -51,8 +51,7 @@ void register_ragged_hashes(CLI::App& ragged, int& rc) {
     }
     std::optional<ragged::ContentHashes> recorded;
     const fs::path record = a->expected ? fs::path(*a->expected) : ragged_cli::stats_sidecar_of(target.root);
-    std::error_code ec;
-    if (a->expected || fs::exists(record, ec)) recorded = ragged::parse_content_hashes(ragged_cli::read_json_file(record));
+    if (a->expected || ragged_cli::input_exists(record)) recorded = ragged::parse_content_hashes(ragged_cli::read_json_file(record));
     const ragged::HashVerification result = ragged::verify_hashes(hashes, recorded);
     ragged_cli::print_json([&](JsonWriter& w) {
       w.begin_object();

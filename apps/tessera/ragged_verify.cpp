@@ -29,8 +29,7 @@ struct VerifyArgs {
 // The §7 hashes against the stats sidecar beside the leaf; nothing when there is none.
 std::optional<ragged::HashVerification> verify_sidecar_hashes(const ragged_cli::Target& t) {
   const fs::path sidecar = ragged_cli::stats_sidecar_of(t.root);
-  std::error_code ec;
-  if (!fs::exists(sidecar, ec)) return std::nullopt;
+  if (!ragged_cli::input_exists(sidecar)) return std::nullopt;
   const auto recorded = ragged::parse_content_hashes(ragged_cli::read_json_file(sidecar));
   if (!recorded) return std::nullopt;
   return ragged::verify_hashes(ragged::hash_tree(*t.store), recorded);

@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "tessera/core/text.hpp"
 #include "tessera/io/byte_source.hpp"
+#include "tessera/io/uri.hpp"
 #include "tessera/tet/repair.hpp"
 #include "tessera/tet/verify.hpp"
 
@@ -33,7 +34,7 @@ struct RepairArgs {
 tet::VerifyReport verify_path(const std::string& path, bool deep) {
   tet::VerifyOptions options;
   options.deep_decode = deep;
-  return tet::verify(*io::open_file(path), options);
+  return tet::verify(*io::open_source(path), options);
 }
 
 void register_repair(CLI::App& tet, int& rc) {
@@ -55,6 +56,7 @@ void register_repair(CLI::App& tet, int& rc) {
 
   cmd->callback([a, &rc] {
     rc = 0;
+    (void)io::local_output_path(a->path);  // repairs write in place: local files only
     if (a->apply.empty()) {
       const tet::RepairPlan plan = tet::plan_repairs(a->path, verify_path(a->path, false));
       write_stream(stdout, a->json ? tet::render_plan_json(plan) : tet::render_plan_text(plan));
@@ -85,6 +87,7 @@ void add_tet_verify_command(CLI::App& cmd, int& rc) {
   cmd.callback([a, &rc] {
     tet::VerifyReport report = verify_path(a->path, a->deep);
     if (a->repair && !report.ok) {
+      (void)io::local_output_path(a->path);
       const tet::RepairReport repaired = tet::repair_from_report(a->path, report);
       // The reference prints the repair text with one more newline (eprintln!); kept.
       if (!a->quiet && !a->json) write_stream(stderr, tet::render_repair_text(repaired) + "\n");

@@ -25,6 +25,7 @@
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/store.hpp"
+#include "tessera/io/uri.hpp"
 #include "tessera/ragged/content_hash.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/morton.hpp"
@@ -125,7 +126,7 @@ class PyRaggedField {
  public:
   PyRaggedField(const std::string& path, const std::string& field) {
     py::gil_scoped_release release;
-    store_ = std::make_shared<io::DirectoryStore>(path);
+    store_ = std::shared_ptr<io::Store>(io::open_store(path));
     field_ = std::make_shared<const RaggedField>(RaggedField::open(*store_, field));
   }
 
@@ -295,7 +296,7 @@ class PyRaggedField {
                           b.observed_empty, b.weight_in_window);
   }
 
-  const std::shared_ptr<io::DirectoryStore>& store() const { return store_; }
+  const std::shared_ptr<io::Store>& store() const { return store_; }
   const std::shared_ptr<const RaggedField>& field() const { return field_; }
 
   py::list read_raw_values(std::optional<std::uint64_t> subtree, unsigned threads) const {
@@ -356,7 +357,7 @@ class PyRaggedField {
   }
 
   // Declared first so it is destroyed last: the field refers to the store.
-  std::shared_ptr<io::DirectoryStore> store_;
+  std::shared_ptr<io::Store> store_;
   std::shared_ptr<const RaggedField> field_;
 };
 
@@ -438,7 +439,7 @@ class PyTensorStream {
     if (thread_.joinable()) thread_.join();
   }
 
-  std::shared_ptr<io::DirectoryStore> store_;
+  std::shared_ptr<io::Store> store_;
   std::shared_ptr<const RaggedField> field_;
   WarningCollector warnings_;
   std::size_t capacity_;
@@ -464,7 +465,8 @@ py::dict hashes(const std::string& path, const std::string& root) {
   ragged::ContentHashes h;
   {
     py::gil_scoped_release release;
-    io::DirectoryStore store(path);
+    const auto opened = io::open_store(path);
+    const io::Store& store = *opened;
     h = ragged::hash_tree(store, root);
   }
   py::dict arrays;
@@ -479,7 +481,8 @@ py::object commit_stamp(const std::string& path) {
   std::optional<hive::CommitStamp> s;
   {
     py::gil_scoped_release release;
-    io::DirectoryStore store(path);
+    const auto opened = io::open_store(path);
+    const io::Store& store = *opened;
     s = hive::read_commit_stamp(store);
   }
   if (!s) return py::none();
@@ -499,7 +502,8 @@ py::object manifest(const std::string& path) {
   std::optional<hive::Manifest> m;
   {
     py::gil_scoped_release release;
-    io::DirectoryStore store(path);
+    const auto opened = io::open_store(path);
+    const io::Store& store = *opened;
     m = hive::Manifest::read(store);
   }
   if (!m) return py::none();
@@ -516,7 +520,8 @@ py::object root_moc(const std::string& path) {
   std::optional<hive::RootMoc> moc;
   {
     py::gil_scoped_release release;
-    io::DirectoryStore store(path);
+    const auto opened = io::open_store(path);
+    const io::Store& store = *opened;
     moc = hive::read_root_moc(store);
   }
   if (!moc) return py::none();
@@ -535,7 +540,8 @@ py::object root_moc(const std::string& path) {
 
 bool exact_occupancy(const std::string& path) {
   py::gil_scoped_release release;
-  io::DirectoryStore store(path);
+  const auto opened = io::open_store(path);
+  const io::Store& store = *opened;
   return ragged::has_exact_occupancy(store);
 }
 

@@ -31,7 +31,7 @@ from typing import Any, Iterator, Optional, Union
 import numpy as np
 
 from . import _tessera
-from ._tessera import RaggedWarning, UsageError
+from ._tessera import RaggedWarning, UnsupportedError, UsageError
 
 __all__ = [
     "open", "Leaf", "Field", "TensorBlock", "CellRecord", "CellIndexError", "RaggedWarning",
@@ -140,6 +140,20 @@ def _as_path(path: PathLike) -> str:
     return _os.fspath(path)
 
 
+def _is_url(path: str) -> bool:
+    """An ``http://`` or ``https://`` prefix (read with ranged GETs; nothing can be listed there)."""
+    return path.lower().startswith(("http://", "https://"))
+
+
+def _is_leaf_dir(path: str) -> bool:
+    return _is_url(path) or _os.path.isdir(path)
+
+
+def _no_listing(path: str, what: str):
+    return UnsupportedError(f"{path}: {what} needs to list the leaf's objects, which plain HTTP cannot; "
+                            "give the array path (e.g. '6/h_tdigest')")
+
+
 class Field:
     """One ragged field (a `zagg-ragged/1` payload array with its bound siblings) of one leaf.
 
@@ -148,7 +162,7 @@ class Field:
 
     def __init__(self, leaf: PathLike, field: str):
         self._leaf = _as_path(leaf)
-        if not _os.path.isdir(self._leaf):
+        if not _is_leaf_dir(self._leaf):
             raise _tessera.IoError(f"{self._leaf}: not a directory")
         self._f = _tessera.RaggedField(self._leaf, field)
 
@@ -349,7 +363,7 @@ class Leaf:
 
     def __init__(self, path: PathLike):
         self._path = _as_path(path)
-        if not _os.path.isdir(self._path):
+        if not _is_leaf_dir(self._path):
             raise _tessera.IoError(f"{self._path}: not a directory")
         self._fields: dict[str, Field] = {}
 
@@ -377,6 +391,8 @@ class Leaf:
         """The array path of ``field`` (a bare name is looked up in the numeric groups)."""
         if "/" in field:
             return field
+        if _is_url(self._path):
+            raise _no_listing(self._path, f"finding the group of field {field!r}")
         root = _pathlib.Path(self._path)
         found = sorted(g.name for g in root.iterdir()
                        if g.is_dir() and _is_numeric(g.name) and (g / field / "zarr.json").is_file())
@@ -395,6 +411,8 @@ class Leaf:
 
     def fields(self) -> list[str]:
         """Array paths of the ragged payload fields of the leaf (companion siblings excluded)."""
+        if _is_url(self._path):
+            raise _no_listing(self._path, "fields()")
         root = _pathlib.Path(self._path)
         ragged, bound = [], set()
         for group in sorted(p for p in root.iterdir() if p.is_dir()):
@@ -469,7 +487,7 @@ def open(leaf: PathLike, field: Optional[str] = None, *, shard: Optional[Word] =
     """
     path = _as_path(leaf)
     if shard is not None:
-        path = _os.path.join(path, leaf_path(path, shard))
+        path = (path.rstrip("/") + "/" + leaf_path(path, shard)) if _is_url(path) else _os.path.join(path, leaf_path(path, shard))
     lf = Leaf(path)
     return lf if field is None else lf.field(field)
 

@@ -12,6 +12,7 @@
 #include "decode_kernels.hpp"
 #include "rules.hpp"
 #include "tessera/cells/gene_files.hpp"
+#include "tessera/io/uri.hpp"
 
 namespace tessera::cells {
 
@@ -23,18 +24,13 @@ std::string tile_key(std::uint64_t tile) {
   return buf;
 }
 
-std::string local_path_of(const std::string& path_or_uri) {
-  const auto colon = path_or_uri.find("://");
-  if (colon == std::string::npos) return path_or_uri;
-  const std::string scheme = path_or_uri.substr(0, colon);
-  if (scheme == "file") return path_or_uri.substr(colon + 3);
-  throw UsageError("unsupported URI scheme " + scheme + "://" + " (supported: local paths, file://)", path_or_uri);
-}
+std::string local_path_of(const std::string& path_or_uri) { return io::local_path(path_or_uri); }
 
 Dataset::Dataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Dataset::~Dataset() { close(); }
 
 std::unique_ptr<Dataset> Dataset::open(const std::string& path_or_uri, const OpenOptions& options) {
+  if (io::is_remote_uri(path_or_uri)) return open(std::shared_ptr<const io::Store>(io::open_store(path_or_uri)), options);
   const std::string path = local_path_of(path_or_uri);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw IoError("no such file or directory", path);

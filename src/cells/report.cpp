@@ -168,7 +168,8 @@ std::string render_info(Dataset& ds, const InfoOptions& o) {
   for (const auto n : m.tile_nnz) nnz += n;
   const double cells = static_cast<double>(m.n_cells);
   std::string s;
-  s += label("dataset:") + "local:" + o.display_path + "\n";
+  // A remote dataset is shown by its URL; a local one as `local:` + its absolute path.
+  s += label("dataset:") + (o.display_path.find("://") == std::string::npos ? "local:" : "") + o.display_path + "\n";
   s += label("cells x genes:") + std::to_string(m.n_cells) + " x " + std::to_string(m.n_genes) + "\n";
   s += label("tiles:") + std::to_string(m.n_tiles()) + " of " + std::to_string(m.tile_size) + " cells (last: " +
        std::to_string(m.tile_cells.back()) + ")\n";

@@ -11,6 +11,7 @@
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/uri.hpp"
 
 namespace tessera::tet {
 namespace {
@@ -171,7 +172,7 @@ TetFile::TetFile(std::shared_ptr<const io::ByteSource> source, Layout layout)
     : source_(std::move(source)), layout_(std::move(layout)) {}
 
 TetFile TetFile::open(const std::string& path, io::OpenMode mode) {
-  return open(std::shared_ptr<const io::ByteSource>(io::open_file(path, mode)));
+  return open(std::shared_ptr<const io::ByteSource>(io::open_source(path, {.mode = mode})));
 }
 
 TetFile TetFile::open(std::shared_ptr<const io::ByteSource> source) {

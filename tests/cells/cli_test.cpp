@@ -47,7 +47,7 @@ TEST(CellsCli, InfoGolden) {
   EXPECT_EQ(uri.rc, 0) << uri.err;
   const auto bad = run_cli({"cells", "info", "gs://bucket/prefix"});
   EXPECT_EQ(bad.rc, 1);
-  EXPECT_EQ(bad.err, "error: unsupported URI scheme gs:// (supported: local paths, file://)\n");
+  EXPECT_EQ(bad.err, "error: unsupported URI scheme gs:// (supported: local paths, file://, http://, https://; s3:// and gs:// are not supported yet)\n");
 }
 
 TEST(CellsCli, VerifyGolden) {

@@ -6,7 +6,10 @@
 //     Zarr v3 stores; spec zagg-ragged.md §8.6)
 //   - a directory whose `manifest.json` says `"format": "deltacells-dataset"`, or a file
 //     starting with `DELTACEL` (one tile)                 → cells (spec deltacells.md §9)
-// Anything else is refused with an error naming PATH.
+// Anything else is refused with an error naming PATH. An http(s):// PATH is probed the same way
+// through the URI resolver: as an object first (its magic), then as a prefix holding
+// `morton_hive.json`, `zarr.json` or a deltacells `manifest.json` (HEAD and GET by name; nothing
+// is listed).
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +20,7 @@
 #include "commands.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/byte_source.hpp"
+#include "tessera/io/uri.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -29,12 +33,15 @@ namespace fs = std::filesystem;
                          path);
 }
 
-bool starts_with_magic(const std::string& path, std::string_view magic) {
-  const auto src = io::open_file(path, io::OpenMode::Pread);
-  if (src->size() < magic.size()) return false;
+bool has_magic(const io::ByteSource& src, std::string_view magic) {
+  if (src.size() < magic.size()) return false;
   std::string head(magic.size(), '\0');
-  src->read_at(0, std::as_writable_bytes(std::span(head)));
+  src.read_at(0, std::as_writable_bytes(std::span(head)));
   return head == magic;
+}
+
+bool starts_with_magic(const std::string& path, std::string_view magic) {
+  return has_magic(*io::open_file(path, io::OpenMode::Pread), magic);
 }
 
 // A deltacells dataset: its manifest names the format (read as text; the cells command parses
@@ -50,9 +57,28 @@ bool is_deltacells_dataset(const fs::path& dir) {
   return text.find("\"deltacells-dataset\"") != std::string::npos;
 }
 
+std::string detect_remote_group(const std::string& url) {
+  try {
+    const auto src = io::open_source(url);
+    if (has_magic(*src, "TETR")) return "tet";
+    if (has_magic(*src, "DELTACEL")) return "cells";
+    not_recognized(io::display_url(url));
+  } catch (const IoError&) {
+    // Not an object (a prefix, or missing): probe it as a store.
+    const auto store = io::open_store(url);
+    if (store->exists("morton_hive.json") || store->exists("zarr.json")) return "ragged";
+    if (const auto manifest = store->get("manifest.json")) {
+      const std::string_view text(reinterpret_cast<const char*>(manifest->data()), manifest->size());
+      if (text.find("\"deltacells-dataset\"") != std::string_view::npos) return "cells";
+    }
+    return "tet";  // whose error names the URL and the HTTP status
+  }
+}
+
 // The command group that reads PATH. A PATH that cannot be opened goes to `tet`, whose error
 // names the file and the OS reason.
 std::string detect_group(const std::string& path) {
+  if (io::is_remote_uri(path)) return detect_remote_group(path);
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     if (fs::exists(fs::path(path) / "morton_hive.json", ec) || fs::exists(fs::path(path) / "zarr.json", ec))
@@ -73,7 +99,7 @@ std::optional<std::string> find_path_argument(const std::vector<std::string>& ar
   std::error_code ec;
   for (const auto& arg : args) {
     if (arg.empty() || arg[0] == '-') continue;
-    if (fs::exists(arg, ec)) return arg;
+    if (io::is_remote_uri(arg) || fs::exists(arg, ec)) return arg;
     last = arg;
   }
   return last;

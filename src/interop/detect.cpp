@@ -11,6 +11,7 @@
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/byte_source.hpp"
+#include "tessera/io/uri.hpp"
 
 namespace tessera::interop {
 namespace {
@@ -83,6 +84,11 @@ std::string_view history_source(InputFormat format) noexcept {
 }
 
 InputFormat detect_convert_input(const std::string& path) {
+  // HDF5 and NetCDF read local files, and a Zarr input is walked by listing: none works on a URL.
+  if (io::uri_kind(path) == io::UriKind::Http)
+    throw UnsupportedError("convert input `" + io::display_url(path) +
+                               "` is a URL; converting from HTTP(S) is not supported yet (download it first)",
+                           io::display_url(path));
   if (is_zarr_v3_directory(path)) return InputFormat::Zarr;
 
   // Peel compression suffixes: `model.nc.gz` is matched as `model.nc`.

@@ -1,0 +1,47 @@
+// A real HTTP server for the remote-read tests: nginx on 127.0.0.1 (loopback only) on a free port,
+// serving one directory read-only with its ordinary static-file handling (Range requests, strong
+// ETags, If-Match → 412). Every file nginx writes (config, pid, logs, temporaries) lives in a
+// scratch directory removed with the object; the process is stopped by the destructor.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "support/testing.hpp"
+
+namespace tessera::testing {
+
+class NginxServer {
+ public:
+  // The nginx binary (TESSERA_NGINX, else /usr/sbin/nginx, else `nginx` on PATH), or "" when there
+  // is none (tests then skip and say so; scripts/bootstrap.sh installs nginx-light).
+  static std::string binary();
+
+  // Starts nginx serving `root` and waits (bounded) until it answers. Throws std::runtime_error
+  // with nginx's error log when it does not start.
+  explicit NginxServer(const std::filesystem::path& root);
+  ~NginxServer();
+  NginxServer(const NginxServer&) = delete;
+  NginxServer& operator=(const NginxServer&) = delete;
+
+  int port() const noexcept { return port_; }
+  // http://127.0.0.1:PORT/relative (relative without a leading '/').
+  std::string url(const std::string& relative = "") const;
+
+ private:
+  TempDir scratch_{"tessera-nginx"};
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+// The server over conformance_dir(), started on first use in this process and stopped at exit;
+// nullptr when nginx is not installed.
+NginxServer* conformance_server();
+
+// The reason tests give when they skip for want of nginx.
+inline constexpr const char* kNoNginx = "nginx is not installed (scripts/bootstrap.sh installs nginx-light)";
+
+}  // namespace tessera::testing

@@ -85,6 +85,8 @@ struct Response {
   std::optional<std::uint64_t> range_total;  // the size after '/' in Content-Range
   std::vector<std::byte> body;
   bool body_too_long = false;
+  int attempt = 1;   // the try that gave this answer
+  int attempts = 1;  // tries allowed
 };
 
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
@@ -246,6 +248,8 @@ Response perform(const std::string& url, const Request& request, const HttpOptio
       last_problem = "short body (" + std::to_string(response.body.size()) + " bytes, " + status_text(response.status) + ")";
       continue;
     }
+    response.attempt = attempt;
+    response.attempts = attempts;
     return response;
   }
   throw IoError(shown + ": " + last_problem + " (" + attempts_text(attempts, attempts) + ", giving up)", shown);
@@ -255,12 +259,12 @@ Response perform(const std::string& url, const Request& request, const HttpOptio
   return perform(url, request, options, [](const Response&) { return false; });
 }
 
-[[noreturn]] void fail_status(const std::string& url, const Response& r, const HttpOptions& options) {
+[[noreturn]] void fail_status(const std::string& url, const Response& r) {
   const std::string shown = display_url(url);
-  (void)options;
-  if (r.status == 404) throw IoError(shown + ": not found (" + status_text(r.status) + ")", shown);
-  if (r.status == 403) throw IoError(shown + ": access denied (" + status_text(r.status) + ")", shown);
-  throw IoError(shown + ": unexpected answer " + status_text(r.status), shown);
+  const std::string where = status_text(r.status) + ", " + attempts_text(r.attempt, r.attempts);
+  if (r.status == 404) throw IoError(shown + ": not found (" + where + ")", shown);
+  if (r.status == 403) throw IoError(shown + ": access denied (" + where + ")", shown);
+  throw IoError(shown + ": unexpected answer (" + where + ")", shown);
 }
 
 std::string changed_text(const std::string& shown) {
@@ -278,13 +282,16 @@ struct ObjectInfo {
 
 // HEAD of `url`: nullopt on 404; IoError on other failures. A server that answers HEAD without a
 // length is asked for the first byte instead (Content-Range then carries the size).
-std::optional<ObjectInfo> head_object(const std::string& url, const HttpOptions& options) {
+std::optional<ObjectInfo> head_object(const std::string& url, const HttpOptions& options, bool missing_is_error = false) {
   Response r = perform(url, Request{.method = Method::Head}, options);
-  if (r.status == 404) return std::nullopt;
-  if (r.status < 200 || r.status >= 300) fail_status(url, r, options);
+  if (r.status == 404 && !missing_is_error) return std::nullopt;
+  if (r.status < 200 || r.status >= 300) fail_status(url, r);
   if (r.content_length) return ObjectInfo{*r.content_length, r.etag, r.last_modified};
   r = perform(url, Request{.range = "0-0", .max_body = 1}, options);
-  if (r.status == 404) return std::nullopt;
+  if (r.status == 404) {
+    if (missing_is_error) fail_status(url, r);
+    return std::nullopt;
+  }
   if (r.status == 416 && r.range_total) return ObjectInfo{*r.range_total, r.etag, r.last_modified};  // empty object
   if (r.status != 206 || !r.range_total)
     throw IoError(display_url(url) + ": the server reports no object size (" + status_text(r.status) + ")", display_url(url));
@@ -313,7 +320,7 @@ class HttpSource final : public ByteSource {
     if (r.status == 412) throw IoError(changed_text(name_), name_);
     if (r.status == 200)
       throw IoError(name_ + ": the server ignored the Range request (HTTP 200); ranged reads are required", name_);
-    if (r.status != 206) fail_status(url_, r, options_);
+    if (r.status != 206) fail_status(url_, r);
     if ((!info_.etag.empty() && r.etag != info_.etag) || (r.range_total && *r.range_total != info_.size) ||
         (info_.etag.empty() && !info_.last_modified.empty() && r.last_modified != info_.last_modified))
       throw IoError(changed_text(name_), name_);
@@ -361,9 +368,7 @@ std::string display_url(std::string_view url) {
 }
 
 std::unique_ptr<ByteSource> open_http_source(const std::string& url, const HttpOptions& options) {
-  auto info = head_object(url, options);
-  if (!info) throw IoError(display_url(url) + ": not found (HTTP 404 Not Found)", display_url(url));
-  return std::make_unique<HttpSource>(url, std::move(*info), options);
+  return std::make_unique<HttpSource>(url, std::move(*head_object(url, options, true)), options);
 }
 
 // ---- HttpStore ------------------------------------------------------------------------------
@@ -397,7 +402,7 @@ std::optional<std::uint64_t> HttpStore::size(const std::string& key) const {
   const std::string url = url_of(key);
   const Response r = perform(url, Request{.method = Method::Head}, options_);
   if (r.status == 404) return std::nullopt;
-  if (r.status < 200 || r.status >= 300) fail_status(url, r, options_);
+  if (r.status < 200 || r.status >= 300) fail_status(url, r);
   if (r.content_length) return r.content_length;
   const auto info = head_object(url, options_);
   return info ? std::optional<std::uint64_t>(info->size) : std::nullopt;
@@ -409,14 +414,14 @@ std::optional<std::vector<std::byte>> HttpStore::get(const std::string& key) con
     return resp.content_length && resp.body.size() < *resp.content_length;
   });
   if (r.status == 404) return std::nullopt;
-  if (r.status != 200) fail_status(url, r, options_);
+  if (r.status != 200) fail_status(url, r);
   return r.body;
 }
 
 namespace {
 
 // A ranged GET answered: 206 with the bytes, 416 (nothing at that offset) with none.
-std::optional<RangeRead> ranged_answer(const std::string& url, const Response& r, const HttpOptions& options) {
+std::optional<RangeRead> ranged_answer(const std::string& url, const Response& r) {
   if (r.status == 404) return std::nullopt;
   if (r.status == 416 && r.range_total) return RangeRead{{}, *r.range_total};
   if (r.status == 206 && r.range_total) return RangeRead{r.body, *r.range_total};
@@ -425,7 +430,7 @@ std::optional<RangeRead> ranged_answer(const std::string& url, const Response& r
     // than the object): its size is the body's.
     return RangeRead{r.body, r.body.size()};
   }
-  fail_status(url, r, options);
+  fail_status(url, r);
 }
 
 }  // namespace
@@ -444,7 +449,7 @@ std::optional<RangeRead> HttpStore::get_range(const std::string& key, std::uint6
   });
   if (r.status == 200 && offset != 0)
     throw IoError(name_ + ": the server ignored the Range request (HTTP 200); ranged reads are required", url_of(key));
-  auto out = ranged_answer(url, r, options_);
+  auto out = ranged_answer(url, r);
   if (out && r.status == 200 && out->bytes.size() > length) out->bytes.resize(length);
   return out;
 }
@@ -456,7 +461,7 @@ std::optional<RangeRead> HttpStore::get_suffix(const std::string& key, std::uint
   const Response r = perform(url, request, options_, [&](const Response& resp) {
     return resp.status == 206 && resp.content_length && resp.body.size() < *resp.content_length;
   });
-  return ranged_answer(url, r, options_);
+  return ranged_answer(url, r);
 }
 
 std::vector<std::string> HttpStore::list(const std::string& prefix) const {

@@ -40,13 +40,35 @@ TEST(HttpErrors, MissingObjectIsAClearIoError) {
   REQUIRE_NGINX();
   const std::string url = server->url("tetration/no_such_file.tet");
   const std::string what = error_of([&] { io::open_source(url + "?sig=secret"); });
-  EXPECT_EQ(what, "IoError: " + url + ": not found (HTTP 404 Not Found)");
+  EXPECT_EQ(what, "IoError: " + url + ": not found (HTTP 404 Not Found, attempt 1 of 4)");
   const auto cli = run_cli({"tet", "info", url});
   EXPECT_EQ(cli.rc, 1);
-  EXPECT_NE(cli.err.find(url + ": not found (HTTP 404 Not Found)"), std::string::npos) << cli.err;
+  EXPECT_NE(cli.err.find(url + ": not found (HTTP 404 Not Found, attempt 1 of 4)"), std::string::npos) << cli.err;
   const auto cells = run_cli({"cells", "info", server->url("deltacells/no_such_dataset")});
   EXPECT_EQ(cells.rc, 1);
   EXPECT_NE(cells.err.find("manifest.json is missing"), std::string::npos) << cells.err;
+}
+
+// 5xx and 429 are retried up to the attempt bound (with backoff), 403 is answered at once; the
+// server's access log counts the requests.
+TEST(HttpErrors, RetriesFollowTheStatus) {
+  REQUIRE_NGINX();
+  io::HttpOptions options;
+  options.attempts = 3;
+  options.backoff_ms = 1;
+  for (const std::string status : {"503", "429"}) {
+    const std::string path = "status/" + status;
+    const std::string what = error_of([&] { io::open_http_source(server->url(path) + "?token=secret", options); });
+    EXPECT_EQ(what, "IoError: " + server->url(path) + ": HTTP " + status +
+                        (status == "429" ? " Too Many Requests" : "") + " (attempt 3 of 3, giving up)");
+    EXPECT_EQ(server->requests_for(path + "?token=secret"), 3u) << status;
+  }
+  const std::string what = error_of([&] { io::open_http_source(server->url("status/403"), options); });
+  EXPECT_EQ(what, "IoError: " + server->url("status/403") + ": access denied (HTTP 403 Forbidden, attempt 1 of 3)");
+  EXPECT_EQ(server->requests_for("status/403"), 1u);
+  const auto cli = run_cli({"tet", "info", server->url("status/503")}, {.env = {{"TESSERA_HTTP_RETRIES", "2"}}});
+  EXPECT_EQ(cli.rc, 1);
+  EXPECT_NE(cli.err.find("HTTP 503 (attempt 2 of 2, giving up)"), std::string::npos) << cli.err;
 }
 
 TEST(HttpErrors, ObjectReplacedBetweenReadsIsRefused) {

@@ -69,6 +69,10 @@ std::string config(const fs::path& scratch, const fs::path& root, int port) {
          "    server_name localhost;\n"
          "    root " + fs::absolute(root).string() + ";\n"
          "    location / { }\n"
+         // Fixed answers for the retry tests: 5xx and 429 are retried, 403 is not.
+         "    location = /status/503 { return 503; }\n"
+         "    location = /status/429 { return 429; }\n"
+         "    location = /status/403 { return 403; }\n"
          "  }\n"
          "}\n";
 }
@@ -127,6 +131,19 @@ NginxServer* conformance_server() {
   static const std::unique_ptr<NginxServer> server =
       NginxServer::binary().empty() ? nullptr : std::make_unique<NginxServer>(conformance_dir());
   return server.get();
+}
+
+std::size_t NginxServer::requests_for(const std::string& relative) const {
+  std::size_t n = 0;
+  std::string log;
+  try {
+    log = read_file_text(scratch_ / "access.log");
+  } catch (const std::exception&) {
+    return 0;
+  }
+  const std::string needle = " /" + relative + " HTTP/";
+  for (auto at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+  return n;
 }
 
 std::string NginxServer::url(const std::string& relative) const {

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -30,6 +31,9 @@ class NginxServer {
   int port() const noexcept { return port_; }
   // http://127.0.0.1:PORT/relative (relative without a leading '/').
   std::string url(const std::string& relative = "") const;
+  // Requests for /relative in the access log so far (any method). `/status/503`, `/status/429`
+  // and `/status/403` always answer with that status.
+  std::size_t requests_for(const std::string& relative) const;
 
  private:
   TempDir scratch_{"tessera-nginx"};

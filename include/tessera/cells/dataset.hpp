@@ -74,7 +74,8 @@ class TileCountMismatch : public FormatError {
 // `tiles/tile_NNNNNN.dct` (at least 6 digits).
 std::string tile_key(std::uint64_t tile);
 
-// A local path or a `file://` URI as a filesystem path; UsageError for any other scheme.
+// A local path or a `file://` URI as a filesystem path; UnsupportedError for any other scheme
+// (io::local_path).
 std::string local_path_of(const std::string& path_or_uri);
 
 class Dataset {
@@ -82,7 +83,8 @@ class Dataset {
   // Opens the dataset in `store` (its root). Reads and validates manifest.json (§1.4);
   // options below 1 are UsageErrors. A store without manifest.json is not a dataset (FormatError).
   static std::unique_ptr<Dataset> open(std::shared_ptr<const io::Store> store, const OpenOptions& options = {});
-  // Opens a local directory given as a path or `file://` URI.
+  // Opens a local directory given as a path or `file://` URI, or the objects below an
+  // `http(s)://` prefix (io::open_store; nothing is listed: every key comes from the manifest).
   static std::unique_ptr<Dataset> open(const std::string& path_or_uri, const OpenOptions& options = {});
   ~Dataset();
   Dataset(const Dataset&) = delete;

@@ -1,6 +1,6 @@
 // Ranged, read-only access to the bytes of one object: a local file (pread or memory map), a
-// memory buffer, or (later) an HTTP object. Every reader in tessera takes a ByteSource, never a
-// path, so the same parser serves all of them.
+// memory buffer, or an HTTP object (io/http.hpp; io/uri.hpp chooses among them). Every reader in
+// tessera takes a ByteSource, never a path, so the same parser serves all of them.
 //
 // Contract:
 //  - `read_at(offset, dst)` fills all of `dst` from `offset` or throws IoError (a read past the

@@ -1,7 +1,7 @@
 // Key → object storage for directory formats (Zarr stores, deltacells datasets, hive leaves).
 // Keys are '/'-separated relative paths. Reads return ByteSources or byte vectors, so ranged
-// reads work the same on a local directory, in memory and (later) on an HTTP prefix; writes are
-// atomic per object.
+// reads work the same on a local directory, in memory and on an HTTP prefix (io/http.hpp);
+// writes are atomic per object.
 //
 // A "GET" is one read request: `get`, `get_range`, `get_suffix`, or one `read_at` on a source
 // returned by `open`. `CountingStore` counts them, which is how tests prove how many requests an

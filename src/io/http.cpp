@@ -210,10 +210,14 @@ CURLcode perform_once(const std::string& url, const Request& request, const Http
     headers = curl_slist_append(headers, ("If-Unmodified-Since: " + request.if_unmodified_since).c_str());
   if (headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   const CURLcode code = curl_easy_perform(h);
-  curl_slist_free_all(headers);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
   curl_error = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(code));
+  // The handle outlives this call: leave it no pointer into this frame.
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, nullptr);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, nullptr);
+  curl_slist_free_all(headers);
   return code;
 }
 

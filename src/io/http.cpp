@@ -191,6 +191,7 @@ CURLcode perform_once(const std::string& url, const Request& request, const Http
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!options.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, options.ca_file.c_str());
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_s);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, options.low_speed_time_s);
@@ -356,6 +357,7 @@ HttpOptions http_options_from_env() {
   o.attempts = env_positive("TESSERA_HTTP_RETRIES", o.attempts);
   o.connect_timeout_s = env_positive("TESSERA_HTTP_CONNECT_TIMEOUT", o.connect_timeout_s);
   o.low_speed_time_s = env_positive("TESSERA_HTTP_LOW_SPEED_TIME", o.low_speed_time_s);
+  if (const char* ca = std::getenv("TESSERA_HTTP_CA_BUNDLE"); ca && *ca) o.ca_file = ca;
   return o;
 }
 

@@ -71,6 +71,26 @@ TEST(HttpErrors, RetriesFollowTheStatus) {
   EXPECT_NE(cli.err.find("HTTP 503 (attempt 2 of 2, giving up)"), std::string::npos) << cli.err;
 }
 
+// HTTPS verifies the server: a self-signed certificate is refused (and not retried) until its CA
+// is given, after which the object reads as over HTTP.
+TEST(HttpErrors, HttpsVerifiesTheServer) {
+  if (NginxServer::binary().empty()) GTEST_SKIP() << kNoNginx;
+  NginxServer server(conformance_dir(), /*tls=*/true);
+  const std::string url = server.url("tetration/sample.tet");
+  ASSERT_EQ(url.substr(0, 8), "https://");
+  io::HttpOptions options;
+  options.backoff_ms = 1;
+  const std::string what = error_of([&] { io::open_http_source(url, options); });
+  EXPECT_NE(what.find("IoError: " + url + ": "), std::string::npos) << what;
+  EXPECT_NE(what.find("certificate"), std::string::npos) << what;
+  EXPECT_NE(what.find("attempt 1 of 4"), std::string::npos) << what;
+  options.ca_file = server.ca_file().string();
+  const auto source = io::open_http_source(url, options);
+  EXPECT_EQ(source->read_vector(0, source->size()), read_file_bytes(tet_fixture("sample.tet")));
+  const auto cli = run_cli({"tet", "info", "--json", url}, {.env = {{"TESSERA_HTTP_CA_BUNDLE", server.ca_file().string()}}});
+  EXPECT_EQ(cli.rc, 0) << cli.err;
+}
+
 TEST(HttpErrors, ObjectReplacedBetweenReadsIsRefused) {
   if (NginxServer::binary().empty()) GTEST_SKIP() << kNoNginx;
   TempDir root;

@@ -150,6 +150,11 @@ TEST(HttpCells, InfoGetAndVerifyEqualLocal) {
   const std::string all = "0:" + std::to_string(ds->n_cells());
   for (const std::vector<std::string>& tail : {std::vector<std::string>{all, "--json"}, std::vector<std::string>{"9,0,4,4,3"}})
     expect_same_cli(*server, dir, {"cells", "get"}, tail);
+  for (const char* tile : {"basic_5x10_2chunks.dct", "single_chunk_4x6.dct"}) {
+    const fs::path file = conformance_dir() / "deltacells/tiles" / tile;
+    expect_same_cli(*server, file, {"cells", "info"});
+    expect_same_cli(*server, file, {"cells", "verify"});
+  }
   const auto verified = run_cli({"cells", "verify", url});
   EXPECT_EQ(verified.rc, 0) << verified.err;
   expect_same_cli(*server, dir, {"cells", "epoch"}, {"--batch-size", "3", "--seed", "5", "--json"});

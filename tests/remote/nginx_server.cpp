@@ -48,7 +48,7 @@ bool answers(int port) {
   return ok;
 }
 
-std::string config(const fs::path& scratch, const fs::path& root, int port) {
+std::string config(const fs::path& scratch, const fs::path& root, int port, bool tls) {
   const std::string s = scratch.string();
   return "daemon off;\n"
          "master_process off;\n"
@@ -65,7 +65,8 @@ std::string config(const fs::path& scratch, const fs::path& root, int port) {
          "  scgi_temp_path " + s + "/scgi;\n"
          "  default_type application/octet-stream;\n"
          "  server {\n"
-         "    listen 127.0.0.1:" + std::to_string(port) + ";\n"
+         "    listen 127.0.0.1:" + std::to_string(port) + (tls ? " ssl" : "") + ";\n" +
+         (tls ? "    ssl_certificate " + s + "/cert.pem;\n    ssl_certificate_key " + s + "/key.pem;\n" : std::string()) +
          "    server_name localhost;\n"
          "    root " + fs::absolute(root).string() + ";\n"
          "    location / { }\n"
@@ -86,14 +87,20 @@ std::string NginxServer::binary() {
   return "";
 }
 
-NginxServer::NginxServer(const fs::path& root) {
+NginxServer::NginxServer(const fs::path& root, bool tls) : tls_(tls) {
   const std::string nginx = binary();
   if (nginx.empty()) throw std::runtime_error("nginx is not installed");
+  if (tls) {
+    const RunResult made = run_process({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                                        (scratch_ / "key.pem").string(), "-out", (scratch_ / "cert.pem").string()});
+    if (made.rc != 0) throw std::runtime_error("openssl could not make a certificate: " + made.err);
+  }
   // A port found free can be taken before nginx binds it: try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = free_port();
     const fs::path conf = scratch_ / "nginx.conf";
-    write_file_text(conf, config(scratch_.path(), root, port_));
+    write_file_text(conf, config(scratch_.path(), root, port_, tls));
     pid_ = start_process({nginx, "-p", scratch_.path().string(), "-c", conf.string(), "-e",
                           (scratch_ / "error.log").string()});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -147,7 +154,7 @@ std::size_t NginxServer::requests_for(const std::string& relative) const {
 }
 
 std::string NginxServer::url(const std::string& relative) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + "/" + relative;
+  return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_) + "/" + relative;
 }
 
 }  // namespace tessera::testing

@@ -23,12 +23,15 @@ class NginxServer {
 
   // Starts nginx serving `root` and waits (bounded) until it answers. Throws std::runtime_error
   // with nginx's error log when it does not start.
-  explicit NginxServer(const std::filesystem::path& root);
+  // With `tls`, nginx answers HTTPS with a fresh self-signed certificate for 127.0.0.1 (made with
+  // the openssl CLI; `ca_file()` is its PEM).
+  explicit NginxServer(const std::filesystem::path& root, bool tls = false);
   ~NginxServer();
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;
 
   int port() const noexcept { return port_; }
+  std::filesystem::path ca_file() const { return scratch_ / "cert.pem"; }
   // http://127.0.0.1:PORT/relative (relative without a leading '/').
   std::string url(const std::string& relative = "") const;
   // Requests for /relative in the access log so far (any method). `/status/503`, `/status/429`
@@ -38,6 +41,7 @@ class NginxServer {
  private:
   TempDir scratch_{"tessera-nginx"};
   int port_ = 0;
+  bool tls_ = false;
   pid_t pid_ = -1;
 };
 

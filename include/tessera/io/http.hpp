@@ -43,6 +43,10 @@ struct HttpOptions {
   long low_speed_time_s = 30;
   // First backoff delay; each retry doubles it (with ±50 % jitter), capped at 10 s.
   long backoff_ms = 100;
+  // A PEM file of CA certificates to verify servers with instead of the system's (private
+  // endpoints); empty: the system store. Verification itself is never turned off.
+  // TESSERA_HTTP_CA_BUNDLE.
+  std::string ca_file{};
 };
 
 // The defaults above, overridden by the environment variables named there (UsageError when one

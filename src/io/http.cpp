@@ -326,8 +326,10 @@ class HttpSource final : public ByteSource {
     if (r.status == 200)
       throw IoError(name_ + ": the server ignored the Range request (HTTP 200); ranged reads are required", name_);
     if (r.status != 206) fail_status(url_, r);
-    if ((!info_.etag.empty() && r.etag != info_.etag) || (r.range_total && *r.range_total != info_.size) ||
-        (info_.etag.empty() && !info_.last_modified.empty() && r.last_modified != info_.last_modified))
+    // The precondition header is the guard; the answer's own validator (when it carries one) and
+    // its Content-Range total are checked too, for servers that ignore preconditions.
+    if ((!r.etag.empty() && r.etag != info_.etag) || (r.range_total && *r.range_total != info_.size) ||
+        (info_.etag.empty() && !r.last_modified.empty() && r.last_modified != info_.last_modified))
       throw IoError(changed_text(name_), name_);
     if (r.body.size() != dst.size())
       throw IoError(name_ + ": short body (" + std::to_string(r.body.size()) + " of " + std::to_string(dst.size()) + " bytes)", name_);

@@ -161,6 +161,17 @@ TEST(HttpErrors, OperationsThatListAreUnsupported) {
   }
 }
 
+// The request counts docs/remote.md states, read from the server's access log.
+TEST(HttpErrors, RequestCountsMatchTheDocs) {
+  REQUIRE_NGINX();
+  const auto tet_before = server->requests_for("tetration/sample.tet");
+  ASSERT_EQ(run_cli({"tet", "info", server->url("tetration/sample.tet")}).rc, 0);
+  EXPECT_EQ(server->requests_for("tetration/sample.tet") - tet_before, 6u);  // 1 HEAD + 5 GET
+  const auto manifest_before = server->requests_for("deltacells/dataset_small/manifest.json");
+  ASSERT_EQ(run_cli({"cells", "info", server->url("deltacells/dataset_small")}).rc, 0);
+  EXPECT_EQ(server->requests_for("deltacells/dataset_small/manifest.json") - manifest_before, 1u);
+}
+
 TEST(HttpErrors, WritersRefuseUrls) {
   REQUIRE_NGINX();
   const std::string url = server->url("tetration/sample.tet");

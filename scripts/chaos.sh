@@ -111,7 +111,7 @@ FX="$WORK/fx"
 PY_NOTE="needs /usr/bin/python3 with numpy, scipy and h5py"
 make_fixtures() {
   section "fixtures"
-  local t0 py=0 ok=1
+  local t0 ok=1
   t0="$(now)"
   mkdir -p "$FX"
   fx() { "$@" >/dev/null 2>"$FX/fixture.err" || { echo "chaos.sh: fixture failed: $*" >&2; cat "$FX/fixture.err" >&2; ok=0; }; }

@@ -72,13 +72,14 @@ wants() { [[ ",$ONLY," == *",$1,"* ]]; }
 
 # The sizes of each category.
 if [ "$SMOKE" -eq 1 ]; then
-  TIMED_KILLS=1 RACE_READS=30 CONC_ROUNDS=1 FULL_FREE=(16384) HOSTILE_TIMEOUT=10
+  TIMED_KILLS=1 RACE_READS=20 CONC_ROUNDS=1 FULL_FREE=(16384) HOSTILE_TIMEOUT=10 CSV_ROWS=50000
+  SYNTH_SPEC=(--dataset t:f32:16x256x256:8x128x128:zstd:1 --dataset ids:u32:100000:20000)
 else
-  TIMED_KILLS=75 RACE_READS=1000 CONC_ROUNDS=10 FULL_FREE=(0 4096 65536 1048576) HOSTILE_TIMEOUT=60
+  TIMED_KILLS=75 RACE_READS=1000 CONC_ROUNDS=10 FULL_FREE=(0 4096 65536 1048576) HOSTILE_TIMEOUT=60 CSV_ROWS=150000
+  SYNTH_SPEC=(--dataset t:f32:32x256x256:8x128x128:zstd:1 --dataset ids:u32:200000:20000)
 fi
 RANDOM=$SEED
 export SOURCE_DATE_EPOCH=1700000000
-SYNTH_SPEC=(--dataset t:f32:32x256x256:8x128x128:zstd:1 --dataset ids:u32:200000:20000)
 CELLS_ARGS=(--tile-size 150 --chunks 2 --workers 2 --threads 1 --quiet)
 BUILD_ARGS=(--value-col value --cell-order 14 --shard-order 8 --chunk-order 11 --stats --delta 64 --threads 2)
 
@@ -140,8 +141,8 @@ make_fixtures() {
   mv "$FX/bad_footer_medium.tet" "$FX/bad_footer_small.tet"
   # Point observations: the same positions in a.csv and b.csv (so the same leaves), other values.
   for i in 1 2; do
-    awk -v s="$i" 'BEGIN { srand(7); print "lat,lon,value"
-      for (k = 0; k < 150000; k++) printf "%.9f,%.9f,%.6f\n", -70.3 + 0.6 * rand(), 9.7 + 0.6 * rand(), (k * 0.6180339887 * s * 100) % 100 }' \
+    awk -v s="$i" -v n="$CSV_ROWS" 'BEGIN { srand(7); print "lat,lon,value"
+      for (k = 0; k < n; k++) printf "%.9f,%.9f,%.6f\n", -70.3 + 0.6 * rand(), 9.7 + 0.6 * rand(), (k * 0.6180339887 * s * 100) % 100 }' \
       >"$FX/$( [ "$i" -eq 1 ] && echo a || echo b).csv"
   done
   "$TESSERA" ragged build --input "$FX/a.csv" --out "$FX/storeA" "${BUILD_ARGS[@]}" >"$FX/storeA.json" 2>"$FX/fixture.err" || ok=0

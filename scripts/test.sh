@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The CI test pass, runnable from any directory:
 #   stage 1: gcc Release build (warnings as errors, benchmarks compiled, the Python package), every
-#            ctest test, the Python suite (pytest) and a `pip install` of the package;
+#            ctest test, the Python suite (pytest), a `pip install` of the package and the chaos
+#            smoke (scripts/chaos.sh --smoke);
 #   stage 2: clang build with address+undefined sanitizers, ctest without tests labelled `slow`,
 #            then a ~5 s libFuzzer smoke run of each fuzz target (scripts/fuzz.sh fuzzes for real).
 # Stops at the first failure. The last line is always `N passed, N failed, N skipped`, counting
-# ctest tests of both stages, the Python tests, one for the install check and one per fuzz target;
+# ctest tests of both stages, the Python tests, one for the install check, one for the chaos smoke
+# and one per fuzz target;
 # a failing configure or build step counts as one failure. A test that skipped itself (a missing
 # optional component, or the conformance identity check on a clone without ../shared) is never
 # counted as passed: the summary lists each one with its reason.
@@ -134,6 +136,17 @@ print("installed package OK:", tessera.__file__)
   PASSED=$((PASSED + 1))
 }
 
+# run_chaos_smoke BUILD_DIR: scripts/chaos.sh --smoke against the build's CLI — every writer
+# killed, reads racing replacements, full disks, read-only targets, concurrent writers and
+# hostile documents, about a minute — counted as one test; any crash, hang, torn read, lost file
+# or other failure it finds fails it (its table and first findings are printed).
+run_chaos_smoke() {
+  local rc=0
+  bash "$ROOT/scripts/chaos.sh" --smoke --tessera "$ROOT/$1/tessera" || rc=$?
+  if [ "$rc" -eq 0 ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
+  return "$rc"
+}
+
 # Fuzz smoke: ~5 s of libFuzzer per target from a fresh corpus seeded with the target's seeds,
 # JOBS targets at a time (each libFuzzer process uses one core).
 # start_fuzz BIN: seeds the corpus and starts the target in the background, its pid in FUZZ_PID
@@ -200,6 +213,10 @@ run_pytest build/release
 STEP="stage 1 Python install"
 check_python_install build/release
 echo "stage 1 Python wall time: $(seconds_since "$t_python") s"
+t_chaos="$(now)"
+STEP="stage 1 chaos smoke"
+run_chaos_smoke build/release
+echo "stage 1 chaos smoke wall time: $(seconds_since "$t_chaos") s"
 echo "stage 1 wall time: $(seconds_since "$STAGE_T0") s"
 
 section "stage 2: clang address+undefined sanitizers, tests + fuzz smoke"

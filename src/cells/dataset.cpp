@@ -49,7 +49,9 @@ std::unique_ptr<Dataset> Dataset::open(std::shared_ptr<const io::Store> store, c
     throw FormatError(store->name() + ": manifest.json is missing (not a deltacells dataset, or an incomplete one)",
                       store->name(), "manifest.json");
   auto impl = std::make_unique<Impl>();
-  impl->manifest = Manifest::parse({reinterpret_cast<const char*>(text->data()), text->size()});
+  // Errors name the manifest by its place in the store (`<dataset>/manifest.json`).
+  impl->manifest = Manifest::parse({reinterpret_cast<const char*>(text->data()), text->size()},
+                                   io::join_key(store->name(), "manifest.json"));
   impl->limits = impl->manifest.limits();
   impl->store = std::move(store);
   impl->options = options;

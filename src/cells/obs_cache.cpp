@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 
+#include "tessera/core/os_error.hpp"
 #include "tessera/cells/obs_schema.hpp"
 #include "tessera/cells/obs_store.hpp"
 #include "tessera/core/checked.hpp"
@@ -23,7 +24,6 @@ namespace tessera::cells {
 namespace obs_cache {
 namespace {
 
-std::string errno_text(int e) { return std::strerror(e); }
 
 constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 

@@ -121,12 +121,14 @@ void record_obs(Manifest& manifest, const ObsWritten& written, std::uint64_t til
 }
 
 ObsSchemaFile read_obs_schema(const io::Store& store, bool canonical) {
+  // Errors name the schema by its place in the store (`<dataset>/obs/schema.json`).
+  const std::string object = io::join_key(store.name(), kSchemaKey);
   const auto bytes = store.get(kSchemaKey);
-  if (!bytes) fail(kSchemaKey, "", "is missing (the manifest says the dataset has obs)", "S1");
+  if (!bytes) fail(object, "", "is missing (the manifest says the dataset has obs)", "S1");
   ObsSchemaFile file;
   file.text.assign(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-  file.schema = ObsSchema::parse(file.text, kSchemaKey);
-  if (canonical) check_schema_canonical(file.text, kSchemaKey);
+  file.schema = ObsSchema::parse(file.text, object);
+  if (canonical) check_schema_canonical(file.text, object);
   return file;
 }
 

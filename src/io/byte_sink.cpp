@@ -1,3 +1,4 @@
+#include "tessera/core/os_error.hpp"
 #include "tessera/io/byte_sink.hpp"
 
 #include <fcntl.h>
@@ -16,8 +17,6 @@
 
 namespace tessera::io {
 namespace {
-
-std::string errno_text() { return std::strerror(errno); }
 
 void write_all(int fd, const std::byte* data, std::size_t len, std::uint64_t offset, const std::string& name) {
   std::size_t done = 0;

@@ -1,4 +1,5 @@
 // Local-file and in-memory ByteSources.
+#include "tessera/core/os_error.hpp"
 #include "tessera/io/byte_source.hpp"
 
 #include <fcntl.h>
@@ -15,7 +16,6 @@
 namespace tessera::io {
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
 
 void check_range(const ByteSource& src, std::uint64_t offset, std::uint64_t len) {
   const auto end = add_u64(offset, len);

@@ -186,8 +186,10 @@ std::vector<std::string> DirectoryStore::list(const std::string& prefix) const {
     }
     if (it->is_regular_file()) keys.push_back(rel.generic_string());
   }
-  if (ec) throw IoError("cannot list directory: " + ec.message(), base.string());
+  // A listing cut short because the directory was exchanged under it is that replacement,
+  // reported as such; only an error in a directory that is still ours is a listing failure.
   check_not_replaced();
+  if (ec) throw IoError("cannot list directory: " + ec.message(), base.string());
   std::sort(keys.begin(), keys.end());
   return keys;
 }

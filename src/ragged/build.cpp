@@ -5,6 +5,7 @@
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,12 +19,16 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <span>
 
 #include "build_input.hpp"
 #include "cell_stats.hpp"
 #include "tessera/codec/checksum.hpp"
+#include "tessera/core/checked.hpp"
 #include "tessera/core/endian.hpp"
+#include "tessera/core/os_error.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/byte_source.hpp"
 #include "tessera/io/file_lock.hpp"
 #include "tessera/ragged/geocode.hpp"
 #include "tessera/ragged/hive.hpp"
@@ -106,9 +111,7 @@ class Spill {
   void flush() {
     for (auto& [shard, buffer] : buffers_) {
       if (buffer.empty()) continue;
-      std::ofstream f(file_of(shard), std::ios::binary | std::ios::app);
-      f.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
-      if (!f) throw IoError("cannot write the spill file", file_of(shard).string());
+      append_to_file(file_of(shard), buffer);
       buffer.clear();
       buffer.shrink_to_fit();
     }
@@ -122,16 +125,32 @@ class Spill {
   // A shard's records; its file is removed.
   std::vector<std::byte> take(std::uint64_t shard) {
     const fs::path path = file_of(shard);
-    std::vector<std::byte> out(fs::file_size(path));
-    std::ifstream f(path, std::ios::binary);
-    f.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
-    if (!f) throw IoError("cannot read the spill file", path.string());
+    const auto source = io::open_file(path.string(), io::OpenMode::Pread);
+    std::vector<std::byte> out(checked_size(source->size(), "spill file"));
+    source->read_at(0, out);
     fs::remove(path);
     return out;
   }
 
  private:
   static constexpr std::size_t kFlushBytes = std::size_t{16} << 20;
+  // Appends `bytes` to `path` (created when absent). The IoError carries the OS reason, so a
+  // full disk says "No space left on device".
+  static void append_to_file(const fs::path& path, std::span<const std::byte> bytes) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) throw IoError("cannot open the spill file: " + errno_text(), path.string());
+    for (std::size_t done = 0; done < bytes.size();) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : ENOSPC;
+        ::close(fd);
+        throw IoError("cannot write the spill file: " + errno_text(err), path.string());
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0) throw IoError("cannot write the spill file: " + errno_text(), path.string());
+  }
   fs::path file_of(std::uint64_t shard) const { return dir_ / (std::to_string(shard) + ".bin"); }
   fs::path dir_;
   std::size_t record_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "tessera/core/civil_date.hpp"
 #include "tessera/codec/npy.hpp"
 #include "tessera/core/dtype.hpp"
 #include "tessera/core/endian.hpp"
@@ -45,16 +46,6 @@ double parse_double(std::string_view s) noexcept {
   const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
   if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return kNaN;
   return v;
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) noexcept {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
 // `YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|+00:00]` (UTC) → nanoseconds since 1970.

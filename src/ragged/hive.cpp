@@ -36,7 +36,9 @@ Manifest Manifest::parse(std::string_view text, std::string_view key) {
 std::optional<Manifest> Manifest::read(const io::Store& store) {
   const auto bytes = store.get(std::string(kManifestKey));
   if (!bytes) return std::nullopt;
-  return parse(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()), kManifestKey);
+  // Errors name the manifest by its place in the store (`<store>/morton_hive.json`), not the bare key.
+  return parse(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()),
+               io::join_key(store.name(), kManifestKey));
 }
 
 std::string leaf_path(std::string_view shard_decimal, int path_grouping, std::string_view window) {

@@ -1,4 +1,5 @@
 // toc time words (spec §3.8): encode, decode, join, overlap, and UTC/GPS to the internal scale.
+#include "tessera/core/civil_date.hpp"
 #include "tessera/ragged/toc.hpp"
 
 #include <algorithm>
@@ -11,16 +12,6 @@ namespace {
 
 constexpr std::uint64_t kFlag = std::uint64_t{1} << 31;
 constexpr std::uint64_t kLow = kFlag - 1;
-
-// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-constexpr std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) noexcept {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
 
 struct LeapStep {
   int year;

@@ -81,5 +81,26 @@ TEST_F(VerifyVerdict, StampNamingAMissingSidecarFails) {
   expect_failed(leaf, "FAIL coverage.moc: metadata: an object that belongs to no array or group");
 }
 
+// An array whose zarr.json declares 2^62 elements fails the structural checks; verify must not
+// then walk it to its declared end to compare content hashes with the stats sidecar (it used to
+// run until killed). `timeout` turns such a walk into exit status 124.
+TEST_F(VerifyVerdict, DamagedShapeIsReportedNotHashed) {
+  const fs::path leaf = copy_of_minimal_leaf();
+  const RunResult hashes = run_cli({"ragged", "hashes", leaf.string()});
+  ASSERT_EQ(hashes.rc, 0) << hashes.err;
+  tessera::testing::write_file_text(dir_.path() / "stats.json", hashes.out);
+  const fs::path meta = leaf / "6/h_tdigest/zarr.json";
+  std::string text = tessera::testing::read_file_text(meta);
+  const auto at = text.find("\"shape\"");
+  ASSERT_NE(at, std::string::npos);
+  const auto open = text.find('[', at), close = text.find(']', at);
+  text.replace(open, close - open + 1, "[4611686018427387904]");
+  tessera::testing::write_file_text(meta, text);
+  const RunResult r = tessera::testing::run_process({"timeout", "120", TESSERA_CLI_PATH, "ragged", "verify", leaf.string()});
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"hashes\": \"not checked\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("must be a dense uint64 array of the payload's shape"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace tessera::ragged

@@ -15,8 +15,8 @@ packages=(
   libthrift-dev thrift-compiler libflatbuffers-dev flatbuffers-compiler libsnappy-dev
   # JSON, TOML, CLI, formatting, threads
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libtbb-dev
-  # tests and benchmarks
-  googletest libgtest-dev libbenchmark-dev hyperfine
+  # tests and benchmarks; the chaos campaign measures peak RSS with GNU time and hashes with perl
+  googletest libgtest-dev libbenchmark-dev hyperfine time perl
   # independent readers used by the tests
   python3 python3-numpy python3-h5py python3-anndata python3-scipy python3-zstandard python3-numcodecs python3-netcdf4
   python3-healpy

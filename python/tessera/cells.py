@@ -13,7 +13,6 @@ a batch own the library's buffers (nothing is copied). PyTorch (`TorchDataset`) 
 """
 from __future__ import annotations
 
-import functools
 import os
 from typing import Any, Iterable, Optional, Sequence, Tuple, Union
 
@@ -422,47 +421,6 @@ def convert(inputs: Union[PathLike, Sequence[PathLike]], output: PathLike, *, ki
     return open(output) if open_dataset else proc.stdout
 
 
-# ---- Dask ------------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=16)
-def _cached_dataset(path: str, stamp: int, options: tuple) -> Dataset:
-    """One open Dataset per (path, manifest mtime, options) and process (tasks reopen by path)."""
-    return Dataset(path, **dict(options))
-
-
-def _load_tile(path: str, stamp: int, options: tuple, tile: int, values: str):
-    ds = _cached_dataset(path, stamp, options)
-    start, stop = ds.tile_bounds(tile)
-    return ds.get_batch(np.arange(start, stop, dtype=np.int64), values=values)
-
-
-def to_dask(path: PathLike, *, values: str = "float32", **options: Any):
-    """The dataset as a `dask.array.Array` of shape (n_cells, n_genes), one block per tile, each
-    block a `scipy.sparse.csr_matrix` (the array's meta).
-
-    Tasks carry only the path, the tile and the options (those of `open`, e.g. `decode_threads`),
-    so they pickle to any worker; each process keeps its open datasets (an LRU of 16).
-    """
-    import dask.array as da
-    import scipy.sparse
-    from dask.base import tokenize
-    from dask.highlevelgraph import HighLevelGraph
-
-    if values not in _VALUES:
-        raise UsageError(f'values must be "float32" or "int32", got {values!r}')
-    path = os.fspath(path)
-    opts = tuple(sorted(options.items()))
-    with Dataset(path, **options) as ds:
-        tile_cells = tuple(int(c) for c in ds.tile_cells)
-        n_genes = ds.n_genes
-    stamp = os.stat(os.path.join(path, "manifest.json")).st_mtime_ns if os.path.isdir(path) else 0
-    name = "tessera-cells-" + tokenize(path, stamp, opts, values)
-    graph = {(name, t, 0): (_load_tile, path, stamp, opts, t, values) for t in range(len(tile_cells))}
-    hlg = HighLevelGraph.from_collections(name, graph, dependencies=())
-    meta = scipy.sparse.csr_matrix((0, 0), dtype=_VALUES[values])
-    return da.Array(hlg, name, (tile_cells, (n_genes,)), meta=meta)
-
-
 def __getattr__(name: str):
     # TorchDataset lives in _cells_torch so that `import tessera` does not import torch.
     if name == "TorchDataset":
@@ -470,3 +428,7 @@ def __getattr__(name: str):
 
         return TorchDataset
     raise AttributeError(f"module 'tessera.cells' has no attribute {name!r}")
+
+
+# The Dask array lives in _cells_dask, which imports dask only when an array is made.
+from ._cells_dask import to_dask  # noqa: E402

@@ -1,5 +1,5 @@
 import os
-from typing import Any, Iterator, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Iterator, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import pandas
@@ -160,6 +160,9 @@ class TorchDataset:
     batch_size: int
     n_cells: int
     n_genes: int
+    cells: Optional[np.ndarray]
+    obs_columns: Optional[list[str]]
+    transform: Optional[Callable[[Any], Any]]
     def __init__(
         self,
         path: PathLike,
@@ -175,6 +178,11 @@ class TorchDataset:
         return_cells: bool = ...,
         even_batches: bool = ...,
         open_options: Optional[dict[str, Any]] = ...,
+        cells: Optional[Cells] = ...,
+        where: Optional[Where] = ...,
+        obs_columns: Union[None, str, Sequence[str]] = ...,
+        genes: Optional[Genes] = ...,
+        transform: Optional[Callable[[Any], Any]] = ...,
     ) -> None: ...
     @property
     def epoch(self) -> int: ...

@@ -9,8 +9,6 @@
 namespace tessera::image {
 namespace {
 
-constexpr int kTextScale = 2;
-constexpr std::int64_t kPad = 10;
 constexpr std::int64_t kPanelHeight = 120;
 constexpr std::int64_t kPanelGap = 12;
 constexpr Rgba kBar{0x3b, 0x52, 0x8b, 255};  // a viridis blue
@@ -43,26 +41,26 @@ Raster render_bar_panels(const std::string& title, const std::string& x_label, s
 
   std::vector<std::vector<double>> bars;
   std::vector<double> tops;
-  std::int64_t label_w = text_width("0", kTextScale);
+  std::int64_t label_w = text_width("0", kLabelScale);
   for (const BarPanel& p : panels) {
     bars.push_back(columns_of(p.values, columns));
     double top = 0;
     for (const double v : p.values)
       if (std::isfinite(v)) top = std::max(top, v);
     tops.push_back(top);
-    label_w = std::max(label_w, text_width(tick_label(top), kTextScale));
+    label_w = std::max(label_w, text_width(tick_label(top), kLabelScale));
   }
-  const std::int64_t line = text_height(kTextScale) + 6;
-  const std::int64_t plot_x = kPad + label_w + 8;
+  const std::int64_t line = text_height(kLabelScale) + 6;
+  const std::int64_t plot_x = kMargin + label_w + 8;
   const std::int64_t panel_block = line + kPanelHeight + kPanelGap;
-  const std::int64_t width = std::max(plot_x + plot_w + kPad, kPad + text_width(title, kTextScale) + kPad);
-  const std::int64_t height = kPad + line + 4 + static_cast<std::int64_t>(panels.size()) * panel_block + 2 * line + kPad;
+  const std::int64_t width = std::max(plot_x + plot_w + kMargin, kMargin + text_width(title, kLabelScale) + kMargin);
+  const std::int64_t height = kMargin + line + 4 + static_cast<std::int64_t>(panels.size()) * panel_block + 2 * line + kMargin;
   Raster r(static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(height));
-  r.draw_text(kPad, kPad, title, kBlack, kTextScale);
+  r.draw_text(kMargin, kMargin, title, kBlack, kLabelScale);
 
-  std::int64_t y = kPad + line + 4;
+  std::int64_t y = kMargin + line + 4;
   for (std::size_t k = 0; k < panels.size(); ++k) {
-    r.draw_text(plot_x, y, panels[k].title, kBlack, kTextScale);
+    r.draw_text(plot_x, y, panels[k].title, kBlack, kLabelScale);
     const std::int64_t base = y + line + kPanelHeight;  // the panel's zero line
     r.fill_rect(plot_x, base - kPanelHeight, plot_w, 1, kGrid);
     r.fill_rect(plot_x, base - kPanelHeight / 2, plot_w, 1, kGrid);
@@ -76,15 +74,15 @@ Raster render_bar_panels(const std::string& title, const std::string& x_label, s
     r.fill_rect(plot_x - 1, base - kPanelHeight, 1, kPanelHeight + 1, kBlack);  // y axis
     r.fill_rect(plot_x - 1, base, plot_w + 1, 1, kBlack);                       // x axis
     const std::string top = tick_label(tops[k]);
-    r.draw_text(plot_x - 6 - text_width(top, kTextScale), base - kPanelHeight - text_height(kTextScale) / 2, top, kBlack, kTextScale);
-    r.draw_text(plot_x - 6 - text_width("0", kTextScale), base - text_height(kTextScale) / 2, "0", kBlack, kTextScale);
+    r.draw_text(plot_x - 6 - text_width(top, kLabelScale), base - kPanelHeight - text_height(kLabelScale) / 2, top, kBlack, kLabelScale);
+    r.draw_text(plot_x - 6 - text_width("0", kLabelScale), base - text_height(kLabelScale) / 2, "0", kBlack, kLabelScale);
     y += panel_block;
   }
   // The shared x axis: first and last position, and what it counts.
   const std::string last = std::to_string(n - 1);
-  r.draw_text(plot_x, y - kPanelGap + 4, "0", kBlack, kTextScale);
-  r.draw_text(plot_x + plot_w - text_width(last, kTextScale), y - kPanelGap + 4, last, kBlack, kTextScale);
-  r.draw_text(plot_x + (plot_w - text_width(x_label, kTextScale)) / 2, y - kPanelGap + 4 + line, x_label, kBlack, kTextScale);
+  r.draw_text(plot_x, y - kPanelGap + 4, "0", kBlack, kLabelScale);
+  r.draw_text(plot_x + plot_w - text_width(last, kLabelScale), y - kPanelGap + 4, last, kBlack, kLabelScale);
+  r.draw_text(plot_x + (plot_w - text_width(x_label, kLabelScale)) / 2, y - kPanelGap + 4 + line, x_label, kBlack, kLabelScale);
   return r;
 }
 

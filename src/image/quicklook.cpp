@@ -11,8 +11,6 @@
 namespace tessera::image {
 namespace {
 
-constexpr int kTextScale = 2;
-constexpr std::int64_t kPad = 10;
 constexpr std::int64_t kBarWidth = 20;
 constexpr std::int64_t kGap = 14;
 constexpr std::int64_t kTickLength = 4;
@@ -105,20 +103,20 @@ Quicklook render_quicklook(std::span<const double> values, std::uint64_t rows, s
   const auto image_h = static_cast<std::int64_t>(g.rows * magnify);
 
   // Layout: title, then the image with the colour bar and its labels to the right.
-  const int ticks = image_h >= 5 * (text_height(kTextScale) + 6) ? 5 : 2;
+  const int ticks = image_h >= 5 * (text_height(kLabelScale) + 6) ? 5 : 2;
   std::vector<std::string> labels;
   std::int64_t label_w = 0;
   for (int k = 0; k < ticks; ++k) {
     labels.push_back(tick_label(value_at(static_cast<double>(k) / (ticks - 1), lo, hi, o.log_scale)));
-    label_w = std::max(label_w, text_width(labels.back(), kTextScale));
+    label_w = std::max(label_w, text_width(labels.back(), kLabelScale));
   }
-  const std::int64_t image_x = kPad, image_y = kPad + (o.title.empty() ? 0 : text_height(kTextScale) + 8);
+  const std::int64_t image_x = kMargin, image_y = kMargin + (o.title.empty() ? 0 : text_height(kLabelScale) + 8);
   const std::int64_t bar_x = image_x + image_w + kGap;
-  const std::int64_t width = std::max(bar_x + kBarWidth + kTickLength + 4 + label_w + kPad,
-                                      kPad + text_width(o.title, kTextScale) + kPad);
-  const std::int64_t height = image_y + std::max<std::int64_t>(image_h, 2 * text_height(kTextScale)) + kPad;
+  const std::int64_t width = std::max(bar_x + kBarWidth + kTickLength + 4 + label_w + kMargin,
+                                      kMargin + text_width(o.title, kLabelScale) + kMargin);
+  const std::int64_t height = image_y + std::max<std::int64_t>(image_h, 2 * text_height(kLabelScale)) + kMargin;
   Raster picture(static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(height));
-  if (!o.title.empty()) picture.draw_text(kPad, kPad, o.title, kBlack, kTextScale);
+  if (!o.title.empty()) picture.draw_text(kMargin, kMargin, o.title, kBlack, kLabelScale);
 
   for (std::uint64_t r = 0; r < g.rows; ++r) {
     const std::uint64_t shown_row = o.origin_top ? r : g.rows - 1 - r;
@@ -141,9 +139,9 @@ Quicklook render_quicklook(std::span<const double> values, std::uint64_t rows, s
   for (int k = 0; k < ticks; ++k) {
     const std::int64_t y = image_y + (image_h - 1) - (image_h - 1) * k / (ticks - 1);
     picture.fill_rect(bar_x + kBarWidth, y, kTickLength, 1, kBlack);
-    const std::int64_t text_y = std::clamp<std::int64_t>(y - text_height(kTextScale) / 2, image_y - 2,
-                                                         image_y + std::max<std::int64_t>(image_h, 2 * text_height(kTextScale)) - text_height(kTextScale));
-    picture.draw_text(bar_x + kBarWidth + kTickLength + 4, text_y, labels[static_cast<std::size_t>(k)], kBlack, kTextScale);
+    const std::int64_t text_y = std::clamp<std::int64_t>(y - text_height(kLabelScale) / 2, image_y - 2,
+                                                         image_y + std::max<std::int64_t>(image_h, 2 * text_height(kLabelScale)) - text_height(kLabelScale));
+    picture.draw_text(bar_x + kBarWidth + kTickLength + 4, text_y, labels[static_cast<std::size_t>(k)], kBlack, kLabelScale);
   }
   out.picture = std::move(picture);
   return out;

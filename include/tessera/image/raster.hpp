@@ -24,6 +24,10 @@ inline constexpr Rgba kTransparent{0, 0, 0, 0};
 inline constexpr int kGlyphWidth = 5;
 inline constexpr int kGlyphHeight = 7;
 
+// The look every picture shares: labels at twice the font's size, a 10-pixel margin.
+inline constexpr int kLabelScale = 2;
+inline constexpr std::int64_t kMargin = 10;
+
 class Raster {
  public:
   Raster(std::uint32_t width, std::uint32_t height, Rgba background = kWhite);

@@ -17,11 +17,13 @@ packages=(
   libthrift-dev thrift-compiler libflatbuffers-dev flatbuffers-compiler libsnappy-dev
   # JSON, TOML, CLI, formatting, threads
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libtbb-dev
-  # tests and benchmarks
-  googletest libgtest-dev libbenchmark-dev hyperfine
+  # tests and benchmarks; the chaos campaign measures peak RSS with GNU time and hashes with perl
+  googletest libgtest-dev libbenchmark-dev hyperfine time perl
   # independent readers used by the tests
   python3 python3-numpy python3-h5py python3-anndata python3-scipy python3-zstandard python3-numcodecs python3-netcdf4
   python3-healpy
+  # the pictures tessera draws are read back with Pillow and checked against matplotlib's colour maps
+  python3-pil python3-matplotlib
   # the Python package: build (pybind11, setuptools, pip), its dependencies and integrations
   # (pandas, Dask + distributed, PyTorch, xarray) and its test runner
   pybind11-dev python3-pybind11 python3-dev python3-pip python3-setuptools python3-wheel python3-pytest

@@ -58,8 +58,8 @@ void run_epoch(const EpochArgs& a) {
     write_stream(stdout, fmt::format("{{\"batches\":{},\"cells\":{},\"nnz\":{},\"seconds\":{},\"cells_per_second\":{}}}\n",
                                      n_batches, n_cells, nnz, seconds, rate));
   } else {
-    write_stream(stdout, fmt::format("{} batches, {} cells, {} nonzeros in {:.3f} s: {:.0f} cells/s\n", n_batches,
-                                     n_cells, nnz, seconds, rate));
+    write_stream(stdout, fmt::format("{} {}, {} cells, {} nonzeros in {:.3f} s: {:.0f} cells/s\n", n_batches,
+                                     n_batches == 1 ? "batch" : "batches", n_cells, nnz, seconds, rate));
   }
 }
 

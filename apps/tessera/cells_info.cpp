@@ -9,6 +9,10 @@
 #include "commands.hpp"
 #include "tessera/cells/dataset.hpp"
 #include "tessera/cells/report.hpp"
+#include "tessera/cells/summary_chart.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/image/png.hpp"
+#include "tessera/io/byte_sink.hpp"
 #include "tessera/io/uri.hpp"
 
 namespace tessera::cli {
@@ -17,6 +21,7 @@ namespace {
 struct InfoArgs {
   std::string path;
   std::string cache_dir;
+  std::string png;
 };
 
 std::string display_path(const std::string& path) {
@@ -53,8 +58,10 @@ void register_cells_info(CLI::App& cells, int& rc) {
   CLI::App* cmd = cells.add_subcommand("info", "Summary of a deltacells dataset (or one .dct tile)");
   cmd->add_option("PATH", a->path, "dataset directory or .dct tile (local path, file://, http:// or https:// URI)")->required();
   CLI::Option* cache = cmd->add_option("--cache-dir", a->cache_dir, "obs cache root");
+  cmd->add_option("--png", a->png, "also draw cells, nonzeros per cell and bytes per nonzero, tile by tile, as a PNG");
   cmd->callback([a, &rc, cache] {
     if (is_cells_tile_file(a->path)) {
+      if (!a->png.empty()) throw UsageError("--png draws the tiles of a dataset; " + a->path + " is one tile");
       write_stream(stdout, tile_info(a->path));
       rc = 0;
       return;
@@ -64,6 +71,12 @@ void register_cells_info(CLI::App& cells, int& rc) {
     o.display_path = display_path(a->path);
     if (cache->count() > 0) o.cache_dir = a->cache_dir;
     write_stream(stdout, cells::render_info(*ds, o));
+    if (!a->png.empty()) {
+      const image::Raster chart = cells::render_summary_chart(ds->manifest(), std::filesystem::path(o.display_path).filename().string());
+      io::write_file_atomic(a->png, image::encode_png_rgba(chart.width(), chart.height(), chart.pixels()));
+      write_stream(stdout, "picture:        " + a->png + " (" + std::to_string(chart.width()) + " x " +
+                               std::to_string(chart.height()) + " pixels)\n");
+    }
     rc = 0;
   });
 }

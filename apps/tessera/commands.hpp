@@ -41,6 +41,9 @@ void register_detect(CLI::App& app, int& rc);
 // format's command (`tet info … PATH …`); other command lines come back unchanged. Throws
 // UnsupportedError naming PATH when no format recognizes it.
 std::vector<std::string> route_detected_command(const std::vector<std::string>& args);
+// Ends the --help of `app` and of every command under it with the docs/cli page that documents
+// it (tests/python/test_cli_docs.py checks that page against the command's options).
+void link_docs_pages(CLI::App& app);
 
 // The `tet info` / `tet verify` commands: add the command's flags and PATH positional to `cmd`
 // and set its callback.

@@ -123,10 +123,10 @@ void register_detect(CLI::App& app, int& rc) {
   // Only reached for help and for a missing PATH: main() routes every other `info`/`verify`
   // command line to the detected format's group before parsing.
   CLI::App* info = app.add_subcommand("info", "Summary of a data file or store (format detected from its bytes)");
-  info->add_option("PATH", "a .tet file or a Zarr v3 / morton-hive store")->required();
+  info->add_option("PATH", "a .tet file, a deltacells dataset or tile, or a Zarr v3 / morton-hive store")->required();
   info->allow_extras();
   CLI::App* verify = app.add_subcommand("verify", "Check a data file or store (format detected from its bytes)");
-  verify->add_option("PATH", "a .tet file or a Zarr v3 / morton-hive store")->required();
+  verify->add_option("PATH", "a .tet file, a deltacells dataset or tile, or a Zarr v3 / morton-hive store")->required();
   verify->allow_extras();
   (void)rc;
 }

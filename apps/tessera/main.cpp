@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   tessera::cli::register_ragged(app, rc);
   tessera::cli::register_cells(app, rc);
   tessera::cli::register_detect(app, rc);
+  tessera::cli::link_docs_pages(app);
   try {
     // CLI11 wants the arguments in reverse order when given as a vector.
     std::vector<std::string> args(argv + 1, argv + argc);

@@ -11,9 +11,9 @@
 
 #include "commands.hpp"
 #include "ragged_common.hpp"
-#include "ragged_nodes.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/hive.hpp"
+#include "tessera/ragged/hive_walk.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/ragged_array.hpp"
 #include "tessera/ragged/ragged_field.hpp"
@@ -232,7 +232,7 @@ void print_hive(const ragged_cli::Target& t, bool list_leaves) {
     }
     if (list_leaves) {
       w.key("leaves").begin_array();
-      for (const auto& leaf : ragged_cli::find_leaves(*t.store)) {
+      for (const auto& leaf : ragged::hive::find_leaves(*t.store)) {
         w.begin_object();
         w.key("path").value(leaf.path);
         w.key("shard");

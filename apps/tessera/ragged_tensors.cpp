@@ -14,6 +14,7 @@
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/byte_sink.hpp"
+#include "tessera/image/png.hpp"
 #include "tessera/ragged/heatmap.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/ragged_field.hpp"
@@ -119,7 +120,7 @@ void write_png_outputs(const fs::path& dir, const std::vector<ragged::TensorBloc
     const auto rgba = ragged::render_heatmap(blocks[i], options);
     const auto width = static_cast<std::uint32_t>(blocks[i].side * options.cell_px);
     write_file(dir / ("block_" + std::to_string(i) + "_" + ragged::morton::to_decimal(blocks[i].morton) + ".png"),
-               ragged::encode_png_rgba(width, width, rgba));
+               image::encode_png_rgba(width, width, rgba));
   }
 }
 

@@ -52,7 +52,7 @@ void register_repair(CLI::App& tet, int& rc) {
   cmd->add_option("--apply", a->apply, "Repair code to apply (repeatable); without it, print the plan")
       ->allow_extra_args(false)
       ->check(known_code);
-  cmd->add_flag("--dry-run", a->dry_run, "With --apply: describe the repair without writing");
+  cmd->add_flag("--dry-run", a->dry_run, "With --apply: describe the repair without writing (a plan alone never writes)");
 
   cmd->callback([a, &rc] {
     rc = 0;

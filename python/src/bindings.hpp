@@ -15,10 +15,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tessera/codec/json.hpp"
 #include "tessera/core/dtype.hpp"
 
 namespace tessera::python {
@@ -28,6 +30,16 @@ namespace py = pybind11;
 void bind_tet(py::module_& m);
 void bind_cells(py::module_& m);
 void bind_ragged(py::module_& m);
+void bind_ragged_hive(py::module_& m);
+
+// A JSON tree as the Python object json.loads makes of it.
+inline py::object from_json(const codec::json::Json& tree) {
+  return py::module_::import("json").attr("loads")(codec::json::dump(tree));
+}
+
+inline py::object optional_str(const std::optional<std::string>& s) {
+  return s ? py::object(py::str(*s)) : py::object(py::none());
+}
 
 // A 1-d (or `shape`-d) numpy array that owns `values`: the vector moves into a capsule, so the
 // array's memory is the vector's and nothing is copied.

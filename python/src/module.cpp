@@ -156,6 +156,7 @@ void register_module(py::module_& m) {
   bind_tet(m);
   bind_cells(m);
   bind_ragged(m);
+  bind_ragged_hive(m);
 }
 
 }  // namespace tessera::python

@@ -1,9 +1,8 @@
 // zagg-ragged/1 bindings: a field of a leaf (or flat store) opened on a local directory store,
 // its store-scoped readers (read_cell, read_tensors — collected, or streamed from a reader thread
-// through a bounded queue —, the per-cell sweeps, cell_index, axis), a whole-array sweep of
-// populated cells, and the hive pieces a caller needs to find leaves
-// (manifest, commit stamp, root coverage MOC, leaf paths) plus the §7 content hashes.
-// python/tessera/ragged.py builds the public objects on these.
+// through a bounded queue —, the per-cell sweeps, cell_index, axis) and a whole-array sweep of
+// populated cells. The hive pieces (manifest, stamps, coverage, leaves, hashes) live in
+// ragged_hive.cpp. python/tessera/ragged.py builds the public objects on these.
 //
 // Every read runs with the GIL released. Reader warnings (`subtree_disjoint`, `flux_integer_cast`)
 // are collected while it is released and issued with `warnings.warn` once it is held again, as
@@ -26,8 +25,6 @@
 #include "tessera/core/error.hpp"
 #include "tessera/io/store.hpp"
 #include "tessera/io/uri.hpp"
-#include "tessera/ragged/content_hash.hpp"
-#include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/ragged_array.hpp"
 #include "tessera/ragged/ragged_field.hpp"
@@ -37,15 +34,9 @@ namespace tessera::python {
 namespace {
 
 using ragged::RaggedField;
-namespace hive = ragged::hive;
 
 PyObject* g_warning_type = nullptr;  // tessera.ragged.RaggedWarning (owned by the module)
 
-py::object from_json(const codec::json::Json& tree) {
-  return py::module_::import("json").attr("loads")(codec::json::dump(tree));
-}
-
-py::object optional_str(const std::optional<std::string>& s) { return s ? py::object(py::str(*s)) : py::object(py::none()); }
 
 // Collects reader warnings from any thread; `issue` runs with the GIL held.
 class WarningCollector {
@@ -91,23 +82,6 @@ py::dict declaration_dict(const std::optional<ragged::Declaration>& d) {
   out["spec"] = d->spec;
   out["shape"] = d->shape;
   out["grammar"] = d->grammar;
-  return out;
-}
-
-py::dict coverage_dict(const hive::CoverageEnvelope& c) {
-  py::dict out;
-  out["present"] = c.present;
-  out["encoding"] = c.encoding == hive::CoverageEnvelope::Encoding::Bitmap ? "bitmap"
-                    : c.encoding == hive::CoverageEnvelope::Encoding::Full ? "full"
-                                                                           : "box";
-  py::list box;
-  for (const auto& slot : c.box) box.append(optional_str(slot));
-  out["box"] = box;
-  out["cell_order"] = c.cell_order ? py::object(py::int_(*c.cell_order)) : py::object(py::none());
-  out["sidecar"] = optional_str(c.sidecar);
-  out["nbytes"] = c.nbytes ? py::object(py::int_(*c.nbytes)) : py::object(py::none());
-  out["raw_nbytes"] = c.raw_nbytes ? py::object(py::int_(*c.raw_nbytes)) : py::object(py::none());
-  out["source"] = optional_str(c.source);
   return out;
 }
 
@@ -461,90 +435,6 @@ std::unique_ptr<PyTensorStream> tensor_stream(const PyRaggedField& field, std::u
   return std::make_unique<PyTensorStream>(field, std::move(o), capacity);
 }
 
-py::dict hashes(const std::string& path, const std::string& root) {
-  ragged::ContentHashes h;
-  {
-    py::gil_scoped_release release;
-    const auto opened = io::open_store(path);
-    const io::Store& store = *opened;
-    h = ragged::hash_tree(store, root);
-  }
-  py::dict arrays;
-  for (const auto& [k, v] : h.arrays) arrays[py::str(k)] = v;
-  py::dict out;
-  out["arrays"] = arrays;
-  out["combined"] = h.combined;
-  return out;
-}
-
-py::object commit_stamp(const std::string& path) {
-  std::optional<hive::CommitStamp> s;
-  {
-    py::gil_scoped_release release;
-    const auto opened = io::open_store(path);
-    const io::Store& store = *opened;
-    s = hive::read_commit_stamp(store);
-  }
-  if (!s) return py::none();
-  py::dict out;
-  out["spec"] = s->spec;
-  out["complete"] = s->complete;
-  out["cells_with_data"] = s->cells_with_data ? py::object(py::int_(*s->cells_with_data)) : py::object(py::none());
-  out["granule_count"] = s->granule_count ? py::object(py::int_(*s->granule_count)) : py::object(py::none());
-  out["written_at"] = optional_str(s->written_at);
-  out["window"] = optional_str(s->window);
-  out["coverage"] = coverage_dict(s->coverage);
-  out["document"] = from_json(s->document);
-  return out;
-}
-
-py::object manifest(const std::string& path) {
-  std::optional<hive::Manifest> m;
-  {
-    py::gil_scoped_release release;
-    const auto opened = io::open_store(path);
-    const io::Store& store = *opened;
-    m = hive::Manifest::read(store);
-  }
-  if (!m) return py::none();
-  py::dict out;
-  out["spec"] = m->spec;
-  out["cell_order"] = m->cell_order;
-  out["shard_order"] = m->shard_order;
-  out["path_grouping"] = m->path_grouping;
-  out["document"] = from_json(m->document);
-  return out;
-}
-
-py::object root_moc(const std::string& path) {
-  std::optional<hive::RootMoc> moc;
-  {
-    py::gil_scoped_release release;
-    const auto opened = io::open_store(path);
-    const io::Store& store = *opened;
-    moc = hive::read_root_moc(store);
-  }
-  if (!moc) return py::none();
-  py::dict out;
-  out["order"] = moc->order;
-  out["shards"] = moc->shards;
-  out["source"] = optional_str(moc->source);
-  out["generated_at"] = optional_str(moc->generated_at);
-  py::dict times;
-  for (const auto& [shard, word] : moc->shard_times) times[py::int_(shard)] = word;
-  out["shard_times"] = times;
-  out["temporal_fields"] = moc->temporal_fields;
-  out["document"] = from_json(moc->document);
-  return out;
-}
-
-bool exact_occupancy(const std::string& path) {
-  py::gil_scoped_release release;
-  const auto opened = io::open_store(path);
-  const io::Store& store = *opened;
-  return ragged::has_exact_occupancy(store);
-}
-
 }  // namespace
 
 void bind_ragged(py::module_& m) {
@@ -590,19 +480,6 @@ void bind_ragged(py::module_& m) {
   py::class_<PyTensorStream>(m, "RaggedTensorStream")
       .def("next", &PyTensorStream::next)
       .def("close", &PyTensorStream::close);
-
-  m.def("ragged_hashes", &hashes, py::arg("path"), py::arg("root") = "");
-  m.def("ragged_commit_stamp", &commit_stamp, py::arg("path"));
-  m.def("ragged_manifest", &manifest, py::arg("path"));
-  m.def("ragged_root_moc", &root_moc, py::arg("path"));
-  m.def("ragged_has_exact_occupancy", &exact_occupancy, py::arg("path"));
-  m.def("ragged_leaf_path",
-        [](const std::string& shard, int grouping, const std::string& window) { return hive::leaf_path(shard, grouping, window); },
-        py::arg("shard"), py::arg("path_grouping") = 1, py::arg("window") = "");
-  m.def("ragged_shard_of_basename", [](const std::string& name) { return hive::shard_of_basename(name); }, py::arg("name"));
-  m.def("ragged_parse_word", [](const std::string& text) { return ragged::morton::parse_word_or_decimal(text); },
-        py::arg("text"));
-  m.def("ragged_to_decimal", [](std::uint64_t word) { return ragged::morton::to_decimal(word); }, py::arg("word"));
 }
 
 }  // namespace tessera::python

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _cli, _tessera
 from ._tessera import UsageError
-from .ragged import Leaf, PathLike, Word, _as_path, _leaf_of, _read_json, to_decimal
+from .ragged import Leaf, PathLike, Word, _as_path, _leaf_of, to_decimal
 
 # ---- stores, hashes, hives ----
 def hashes(path: PathLike) -> dict:
@@ -56,30 +56,8 @@ def leaf_path(root: PathLike, shard: Word, window: str = "") -> str:
 
 
 def _walk(root: _pathlib.Path) -> list[_pathlib.Path]:
-    """Spec §4.7 step 4: sign+base children, then digit children; `*.zarr` leaves."""
-    found = []
-
-    def visit(node: _pathlib.Path, top: bool):
-        try:
-            children = sorted(node.iterdir())
-        except OSError:
-            return
-        for child in children:
-            name = child.name
-            if name.startswith(".") or not child.is_dir():
-                continue
-            if name.endswith(".zarr"):
-                if top or name.endswith(".pyramid.zarr"):
-                    continue
-                meta = _read_json(child / "zarr.json") or {}
-                if "role" in (meta.get("attributes") or {}):
-                    continue
-                found.append(child)
-            elif (top and name.lstrip("-") in ("1", "2", "3", "4", "5", "6")) or (not top and name in ("1", "2", "3", "4")):
-                visit(child, False)
-
-    visit(root, True)
-    return found
+    """Spec §4.7 step 4, the library's walk (the CLI's `ragged info --list-leaves` uses the same)."""
+    return [root / path for path, _shard, _committed in _tessera.ragged_walk_leaves(str(root))]
 
 
 def leaves(root: PathLike, *, method: str = "auto") -> list[str]:

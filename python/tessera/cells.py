@@ -13,7 +13,6 @@ a batch own the library's buffers (nothing is copied). PyTorch (`TorchDataset`) 
 """
 from __future__ import annotations
 
-import functools
 import os
 from typing import Any, Iterable, Optional, Sequence, Tuple, Union
 
@@ -25,7 +24,7 @@ from ._tessera import UsageError
 PathLike = Union[str, "os.PathLike[str]"]
 
 # TorchDataset (module attribute, imported on first use) is left out so that `import *` does not import torch.
-__all__ = ["open", "Dataset", "Epoch", "Obs", "convert", "to_dask"]
+__all__ = ["open", "Dataset", "Epoch", "Obs", "convert", "to_dask", "write_h5ad"]
 
 _VALUES = {"float32": np.float32, "int32": np.int32}
 
@@ -76,6 +75,7 @@ class Dataset:
         self._native = _tessera.CellsDataset(self._path, **options)
         self._obs: Optional[Obs] = None
         self._var_names: Optional[list] = None
+        self._gene_lookup_cache: Optional[dict] = None
 
     def __reduce__(self):
         return (_reopen, (self._path, self._cache_dir, tuple(sorted(self._options.items()))))
@@ -138,6 +138,19 @@ class Dataset:
             self._var_names = self._native.var_names()
         return list(self._var_names)
 
+    def _gene_lookup(self) -> dict:
+        if self._gene_lookup_cache is None:
+            names = self.var_names
+            self._gene_lookup_cache = {n: j for j, n in reversed(list(enumerate(names)))}
+        return self._gene_lookup_cache
+
+    def gene_index(self, names: Union[str, Sequence[str]]) -> np.ndarray:
+        """int64 stored column of each gene name (`var_names` positions; the first when a name
+        repeats). KeyError naming the genes the dataset does not have."""
+        from . import _cells_anndata
+
+        return _cells_anndata.gene_index(self, names)
+
     @property
     def gene_order(self) -> np.ndarray:
         """int32 source column of each stored column (empty without gene_order.npy)."""
@@ -164,9 +177,12 @@ class Dataset:
         return self._native.tile_of(_cells_array(cells, self.n_cells))
 
     # ---- reading ---------------------------------------------------------------------------
-    def get_batch(self, cells: Any, *, values: str = "float32", format: str = "csr"):  # noqa: A002
+    def get_batch(self, cells: Any, *, genes: Any = None, values: str = "float32", format: str = "csr"):  # noqa: A002
         """The requested cells in order (repeats allowed) as a `scipy.sparse.csr_matrix` of shape
         `(len(cells), n_genes)` with `values` "float32" or "int32".
+
+        `genes` (names, or stored columns as integers) keeps those columns in that order: the
+        shape is then `(len(cells), len(genes))` (KeyError for unknown names).
 
         `format="raw"` returns `(indptr int64, indices int32, values)` numpy arrays that own the
         library's buffers (no copy). tessera.UsageError (a ValueError) for a cell outside
@@ -174,10 +190,17 @@ class Dataset:
         """
         if format not in ("csr", "raw"):
             raise UsageError(f'format must be "csr" or "raw", got {format!r}')
+        positions = None
+        if genes is not None:
+            from . import _cells_anndata
+
+            positions = _cells_anndata.gene_positions(self, genes)
         indptr, indices, data = self._native.get_batch(_cells_array(cells, self.n_cells), values)
+        if positions is not None:
+            indptr, indices, data = _cells_anndata.select_raw(indptr, indices, data, self.n_genes, positions)
         if format == "raw":
             return indptr, indices, data
-        return _csr(indptr, indices, data, self.n_genes)
+        return _csr(indptr, indices, data, self.n_genes if positions is None else len(positions))
 
     def batch_nnz(self, cells: Any) -> int:
         """Nonzeros `get_batch(cells)` would return (tiles are fetched and parsed, not decoded)."""
@@ -220,6 +243,19 @@ class Dataset:
         if self._obs is None:
             self._obs = Obs(self, _tessera.CellsObs(self._native, self._cache_dir or "", 8))
         return self._obs
+
+    def to_anndata(self, cells: Any = None, genes: Any = None, obs: Optional[Sequence[str]] = None, *,
+                   values: str = "float32", order: str = "source"):
+        """The cells (all when None) as an `anndata.AnnData`: X a csr_matrix of `values`, obs
+        with `obs_names` as its index (the columns `obs`, all when None), var indexed by gene name.
+
+        Genes are the requested `genes` in that order, else all genes in the source's order
+        (`order="stored"`: the dataset's stored order, no column permutation). Integer and bool
+        obs columns with missing values become pandas' nullable types.
+        """
+        from . import _cells_anndata
+
+        return _cells_anndata.to_anndata(self, cells, genes, obs, values=values, order=order)
 
     # ---- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
@@ -342,6 +378,17 @@ class Obs:
         """Compressed bytes a localization of each column fetches."""
         return dict(zip(self.columns, self._native.column_nbytes()))
 
+    def filter(self, where: dict) -> np.ndarray:
+        """Sorted int64 cells whose values meet every condition of `where` (`{column: condition}`,
+        combined with AND). A condition is a value (equality), a list/set/array of values
+        (membership), a `(lo, hi)` tuple (numeric columns: `lo <= v < hi`, either bound None for
+        open) or None (the value is missing). Missing values match only None. The columns are
+        localized first. tessera.UsageError for unknown columns or a condition the column's kind
+        does not support."""
+        from . import _cells_anndata
+
+        return _cells_anndata.obs_filter(self, where)
+
     def take(self, cells: Any, columns: Optional[Sequence[str]] = None):
         """Rows of `cells` (in order, repeats allowed) as a `pandas.DataFrame` with a RangeIndex.
 
@@ -350,15 +397,18 @@ class Obs:
         type, or float64 with NaN when a touched tile has a missing value; bool → numpy bool, or
         pandas "boolean" with missing values; string → object array with None for missing.
         """
-        import pandas as pd
-
         if columns is None:
             cols = self.columns
         else:
             cols = list(dict.fromkeys([columns] if isinstance(columns, str) else columns))
-        cells = _cells_array(cells, self._dataset.n_cells)
+        return self._frame(_cells_array(cells, self._dataset.n_cells), cols, nullable=False)
+
+    def _frame(self, cells: np.ndarray, cols: list, *, nullable: bool):
+        import pandas as pd
+
         taken = self._native.take(cells, cols)
-        data = {name: _obs_values(pd, kind, values, validity, categories)
+        types = {c["name"]: c["type"] for c in self._native.schema()} if nullable else {}
+        data = {name: _obs_values(pd, kind, values, validity, categories, types.get(name))
                 for name, kind, values, validity, categories in taken}
         return pd.DataFrame(data, index=pd.RangeIndex(len(cells)), columns=cols)
 
@@ -366,20 +416,34 @@ class Obs:
         return f"<tessera.cells.Obs of {self._dataset.path!r}: {self.columns}>"
 
 
-def _obs_values(pd, kind: str, values, validity, categories):
+# Stored (Arrow) numeric types as numpy types, for restoring a column's type around missing values.
+_ARROW_NUMPY = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8,
+                "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64, "float": np.float32,
+                "double": np.float64, "halffloat": np.float16}
+
+
+def _obs_values(pd, kind: str, values, validity, categories, stored_type: Optional[str] = None):
+    """One taken column as pandas holds it. With `stored_type` (AnnData's way), a numeric column
+    that came back as float64 with NaN for missing values gets its stored type back: integers as
+    pandas' nullable integers, floats with NaN."""
     if kind == "category":
         return pd.Categorical.from_codes(values, categories=pd.Index(categories, dtype=object))
     if kind == "string":
         out = np.empty(len(values), dtype=object)
         out[:] = values
         return out
-    if validity is None:
+    if validity is not None:
+        if kind == "bool":
+            return pd.arrays.BooleanArray(values, ~validity)
+        values = values.astype(np.float64)
+        values[~validity] = np.nan
+    target = _ARROW_NUMPY.get(stored_type) if kind == "numeric" else None
+    if target is None or values.dtype == target:
         return values
-    if kind == "bool":
-        return pd.arrays.BooleanArray(values, ~validity)
-    out = values.astype(np.float64)
-    out[~validity] = np.nan
-    return out
+    if np.dtype(target).kind in "iu":
+        missing = np.isnan(values)
+        return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(target), missing)
+    return values.astype(target)
 
 
 # ---- conversion ------------------------------------------------------------------------------
@@ -422,45 +486,13 @@ def convert(inputs: Union[PathLike, Sequence[PathLike]], output: PathLike, *, ki
     return open(output) if open_dataset else proc.stdout
 
 
-# ---- Dask ------------------------------------------------------------------------------------
+def write_h5ad(dataset: Union["Dataset", PathLike], out: PathLike, *, cells: Any = None, genes: Any = None,
+               obs: Optional[Sequence[str]] = None, values: str = "float32", order: str = "source") -> None:
+    """Writes `Dataset.to_anndata(cells, genes, obs, values=, order=)` of `dataset` (an open
+    Dataset or a path, opened and closed here) to the h5ad file `out`."""
+    from . import _cells_anndata
 
-@functools.lru_cache(maxsize=16)
-def _cached_dataset(path: str, stamp: int, options: tuple) -> Dataset:
-    """One open Dataset per (path, manifest mtime, options) and process (tasks reopen by path)."""
-    return Dataset(path, **dict(options))
-
-
-def _load_tile(path: str, stamp: int, options: tuple, tile: int, values: str):
-    ds = _cached_dataset(path, stamp, options)
-    start, stop = ds.tile_bounds(tile)
-    return ds.get_batch(np.arange(start, stop, dtype=np.int64), values=values)
-
-
-def to_dask(path: PathLike, *, values: str = "float32", **options: Any):
-    """The dataset as a `dask.array.Array` of shape (n_cells, n_genes), one block per tile, each
-    block a `scipy.sparse.csr_matrix` (the array's meta).
-
-    Tasks carry only the path, the tile and the options (those of `open`, e.g. `decode_threads`),
-    so they pickle to any worker; each process keeps its open datasets (an LRU of 16).
-    """
-    import dask.array as da
-    import scipy.sparse
-    from dask.base import tokenize
-    from dask.highlevelgraph import HighLevelGraph
-
-    if values not in _VALUES:
-        raise UsageError(f'values must be "float32" or "int32", got {values!r}')
-    path = os.fspath(path)
-    opts = tuple(sorted(options.items()))
-    with Dataset(path, **options) as ds:
-        tile_cells = tuple(int(c) for c in ds.tile_cells)
-        n_genes = ds.n_genes
-    stamp = os.stat(os.path.join(path, "manifest.json")).st_mtime_ns if os.path.isdir(path) else 0
-    name = "tessera-cells-" + tokenize(path, stamp, opts, values)
-    graph = {(name, t, 0): (_load_tile, path, stamp, opts, t, values) for t in range(len(tile_cells))}
-    hlg = HighLevelGraph.from_collections(name, graph, dependencies=())
-    meta = scipy.sparse.csr_matrix((0, 0), dtype=_VALUES[values])
-    return da.Array(hlg, name, (tile_cells, (n_genes,)), meta=meta)
+    _cells_anndata.write_h5ad(dataset, out, cells=cells, genes=genes, obs=obs, values=values, order=order)
 
 
 def __getattr__(name: str):
@@ -470,3 +502,7 @@ def __getattr__(name: str):
 
         return TorchDataset
     raise AttributeError(f"module 'tessera.cells' has no attribute {name!r}")
+
+
+# The Dask array lives in _cells_dask, which imports dask only when an array is made.
+from ._cells_dask import to_dask  # noqa: E402

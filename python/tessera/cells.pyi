@@ -1,5 +1,5 @@
 import os
-from typing import Any, Iterator, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Iterator, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import pandas
@@ -7,6 +7,8 @@ import scipy.sparse
 
 PathLike = Union[str, os.PathLike[str]]
 Cells = Union[int, slice, range, Sequence[int], np.ndarray]
+Genes = Union[str, int, Sequence[str], Sequence[int], np.ndarray]
+Where = dict[str, Any]
 ValuesName = Literal["float32", "int32"]
 RawBatch = Tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -49,6 +51,7 @@ class Dataset:
     def var_names(self) -> list[str]: ...
     @property
     def gene_order(self) -> np.ndarray: ...
+    def gene_index(self, names: Union[str, Sequence[str]]) -> np.ndarray: ...
     @property
     def has_obs(self) -> bool: ...
     @property
@@ -59,9 +62,13 @@ class Dataset:
     @overload
     def tile_of(self, cells: Union[Sequence[int], np.ndarray]) -> np.ndarray: ...
     @overload
-    def get_batch(self, cells: Cells, *, values: ValuesName = ..., format: Literal["csr"] = ...) -> scipy.sparse.csr_matrix: ...
+    def get_batch(
+        self, cells: Cells, *, genes: Optional[Genes] = ..., values: ValuesName = ..., format: Literal["csr"] = ...
+    ) -> scipy.sparse.csr_matrix: ...
     @overload
-    def get_batch(self, cells: Cells, *, values: ValuesName = ..., format: Literal["raw"]) -> RawBatch: ...
+    def get_batch(
+        self, cells: Cells, *, genes: Optional[Genes] = ..., values: ValuesName = ..., format: Literal["raw"]
+    ) -> RawBatch: ...
     def batch_nnz(self, cells: Cells) -> int: ...
     def prefetch(self, tiles: Union[int, Sequence[int], np.ndarray]) -> int: ...
     def prefetch_cells(self, cells: Cells) -> int: ...
@@ -85,6 +92,15 @@ class Dataset:
     ) -> Epoch: ...
     @property
     def obs(self) -> Obs: ...
+    def to_anndata(
+        self,
+        cells: Optional[Cells] = ...,
+        genes: Optional[Genes] = ...,
+        obs: Union[None, str, Sequence[str]] = ...,
+        *,
+        values: ValuesName = ...,
+        order: Literal["source", "stored"] = ...,
+    ) -> Any: ...
     def close(self) -> None: ...
     def __enter__(self) -> Dataset: ...
     def __exit__(self, *exc: Any) -> None: ...
@@ -111,6 +127,7 @@ class Obs:
     def localize(self, columns: Union[None, str, Sequence[str]] = ..., *, threads: int = ...) -> list[str]: ...
     def localized_columns(self) -> list[str]: ...
     def column_nbytes(self) -> dict[str, int]: ...
+    def filter(self, where: Where) -> np.ndarray: ...
     def take(self, cells: Cells, columns: Union[None, str, Sequence[str]] = ...) -> pandas.DataFrame: ...
 
 def convert(
@@ -125,6 +142,17 @@ def convert(
     **options: Any,
 ) -> Any: ...
 
+def write_h5ad(
+    dataset: Union[Dataset, PathLike],
+    out: PathLike,
+    *,
+    cells: Optional[Cells] = ...,
+    genes: Optional[Genes] = ...,
+    obs: Union[None, str, Sequence[str]] = ...,
+    values: ValuesName = ...,
+    order: Literal["source", "stored"] = ...,
+) -> None: ...
+
 def to_dask(path: PathLike, *, values: ValuesName = ..., **options: Any) -> Any: ...
 
 class TorchDataset:
@@ -132,6 +160,9 @@ class TorchDataset:
     batch_size: int
     n_cells: int
     n_genes: int
+    cells: Optional[np.ndarray]
+    obs_columns: Optional[list[str]]
+    transform: Optional[Callable[[Any], Any]]
     def __init__(
         self,
         path: PathLike,
@@ -147,6 +178,11 @@ class TorchDataset:
         return_cells: bool = ...,
         even_batches: bool = ...,
         open_options: Optional[dict[str, Any]] = ...,
+        cells: Optional[Cells] = ...,
+        where: Optional[Where] = ...,
+        obs_columns: Union[None, str, Sequence[str]] = ...,
+        genes: Optional[Genes] = ...,
+        transform: Optional[Callable[[Any], Any]] = ...,
     ) -> None: ...
     @property
     def epoch(self) -> int: ...

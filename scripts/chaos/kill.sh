@@ -243,26 +243,19 @@ category_kill() {
   kill_loop zarr "ragged build --overwrite" "$TESSERA" ragged build --input "$FX/b.csv" --out "$K_OUT" "${BUILD_ARGS[@]}" --overwrite
 }
 
-# check_export: a killed export leaves no root zarr.json (not a store: its partial directory is
-# counted as a leftover) or the complete store.
-check_export() {
-  local cat=$1 fmt=$2
-  if [ ! -f "$K_OUT/zarr.json" ]; then
+# check_committed_by MARKER: a killed first write of a directory output leaves no MARKER (the
+# object written last: a store's root zarr.json, a dataset's manifest.json), its partial directory
+# counted as a leftover, or the complete output.
+check_committed_by() {
+  local marker=$1 cat=$2 fmt=$3
+  if [ ! -f "$K_OUT/$marker" ]; then
     if [ -e "$K_OUT" ]; then note "$cat" "$fmt" leftovers; rm -rf "$K_OUT"; fi
     return
   fi
   check_old_new "$cat" "$fmt"
 }
-
-# check_fresh_cells: a killed first conversion leaves no manifest.json or the complete dataset.
-check_fresh_cells() {
-  local cat=$1 fmt=$2
-  if [ ! -f "$K_OUT/manifest.json" ]; then
-    if [ -e "$K_OUT" ]; then note "$cat" "$fmt" leftovers; rm -rf "$K_OUT"; fi
-    return
-  fi
-  check_old_new "$cat" "$fmt"
-}
+check_export() { check_committed_by zarr.json "$@"; }
+check_fresh_cells() { check_committed_by manifest.json "$@"; }
 
 # check_fresh_cache: every cache file present is complete (the reference run's bytes).
 check_fresh_cache() {

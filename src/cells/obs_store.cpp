@@ -132,7 +132,7 @@ void run_in_tile_order(std::uint64_t n, int threads, Read read, Consume consume)
 
 // Under the lock no other builder is running (every builder writes only while holding it), so a
 // `<name>.arrow.tmp<pid>` still present was left by a process that died while localizing.
-void remove_stale_temporaries(const std::string& dir) {
+void remove_abandoned_cache_temporaries(const std::string& dir) {
   std::error_code ec;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -205,7 +205,7 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
   std::lock_guard in_process(localize_mu);
   obs_cache::make_directories(dir);
   io::FileLock lock(fingerprint_dir + "/.lock", "obs cache lock", io::FileLock::Wait::Block, "obs_cache.lock_busy");
-  remove_stale_temporaries(dir);
+  remove_abandoned_cache_temporaries(dir);
   const std::vector<std::string> missing = missing_now();
   if (missing.empty()) return {};
 

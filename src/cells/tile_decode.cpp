@@ -28,20 +28,28 @@ std::span<const std::byte> frame_bytes(const Tile& tile, const FrameRef& f) {
   return tile.bytes().subspan(static_cast<std::size_t>(f.off), static_cast<std::size_t>(f.len));
 }
 
+// Chunk k's stream size (2 bytes per nonzero), once both of its frames are shown to declare
+// exactly that: nothing is sized from a chunk's nonzero count before this.
+std::size_t checked_stream_bytes(const Tile& tile, std::size_t k) {
+  const ChunkEntry& e = tile.chunks()[k];
+  // n < 2^63 (indptr values are int64), so 2n fits 64 bits.
+  const std::size_t two_n = checked_size(checked_mul(e.n(), 2, "chunk stream size"), "chunk stream size");
+  const std::string structure = chunk_label(k);
+  detail::check_stream_frame(frame_bytes(tile, e.gaps), two_n, tile.name(), structure, "gaps");
+  detail::check_stream_frame(frame_bytes(tile, e.vals), two_n, tile.name(), structure, "vals");
+  return two_n;
+}
+
 }  // namespace
 
 template <typename I, typename V>
-void Tile::decode_one(std::size_t k, I* indices, V* values, std::vector<WideCount>* wide) const {
+void Tile::decode_one(std::size_t k, I* indices, V* values, std::vector<WideCount>* wide, std::uint64_t first) const {
   const ChunkEntry& e = chunks_[k];
   const std::uint64_t n = e.n();
   const std::string structure = chunk_label(k);
-  // n < 2^63 (indptr values are int64), so 2n fits 64 bits.
-  const std::size_t two_n = checked_size(checked_mul(n, 2, "chunk stream size"), "chunk stream size");
-  // Both frames must declare exactly 2n bytes before anything is sized from n.
-  detail::check_stream_frame(frame_bytes(*this, e.gaps), two_n, name_, structure, "gaps");
-  detail::check_stream_frame(frame_bytes(*this, e.vals), two_n, name_, structure, "vals");
-  I* idx = indices + e.nnz_lo;
-  V* val = values + e.nnz_lo;
+  const std::size_t two_n = checked_stream_bytes(*this, k);
+  I* idx = indices + (e.nnz_lo - first);
+  V* val = values + (e.nnz_lo - first);
   // The gaps planes decompress straight into the end of the chunk's own value output (4n bytes,
   // or 2n in the narrow form; the gene pass below reads them before the value pass overwrites
   // them), so only the vals planes need scratch: 2n bytes per thread instead of 4n, and less
@@ -198,6 +206,31 @@ void Tile::decode(std::span<std::int32_t> indices, std::span<std::int32_t> value
 }
 void Tile::decode(std::span<std::int32_t> indices, std::span<float> values, const DecodeOptions& options) const {
   decode_all<std::int32_t, float>(indices, values, nullptr, options);
+}
+
+void Tile::check_decodes(const DecodeOptions& options) const {
+  const auto check = [this](std::size_t k) {
+    thread_local std::vector<std::int32_t> indices, values;
+    const std::size_t n = checked_stream_bytes(*this, k) / 2;  // proven by the frames before it sizes a buffer
+    if (indices.size() < n) indices.resize(n), values.resize(n);
+    decode_one<std::int32_t, std::int32_t>(k, indices.data(), values.data(), nullptr, chunks_[k].nnz_lo);
+  };
+  const std::size_t n_chunks = chunks_.size();
+  if (options.threads == 1 || n_chunks < 2) {
+    for (std::size_t k = 0; k < n_chunks; ++k) check(k);
+    return;
+  }
+  const auto body = [&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n_chunks, 1), [&](const tbb::blocked_range<std::size_t>& r) {
+      for (std::size_t k = r.begin(); k != r.end(); ++k) check(k);
+    });
+  };
+  if (options.threads == 0) {
+    body();
+  } else {
+    tbb::task_arena arena(detail::arena_size(options.threads));
+    arena.execute(body);
+  }
 }
 
 void Tile::decode_chunk(std::size_t k, std::span<std::int32_t> indices, std::span<std::int32_t> values) const {

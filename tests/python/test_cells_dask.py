@@ -72,3 +72,42 @@ def test_local_cluster_per_cell_totals(dataset):
         np.testing.assert_array_equal(partial.sum(axis=0).compute(), gene_totals)
         # both worker processes took part
         assert len(client.scheduler_info()["workers"]) == 2
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_sum_and_mean_equal_scipy_on_the_source(tmp_path, scheduler):
+    """x.sum / x.mean over either axis (dask passes keepdims and tuple axes to every block) against
+    scipy on the source's X, in the source gene order restored with gene_order."""
+    pytest.importorskip("anndata")
+    from cells_truth import read_source, write_source
+
+    write_source(tmp_path / "a.h5ad", n_cells=150, n_genes=60, seed=4)
+    tessera.cells.convert(tmp_path / "a.h5ad", tmp_path / "ds", tile_size=16, no_obs=True).close()
+    source = read_source(tmp_path / "a.h5ad").X
+    with tessera.cells.open(tmp_path / "ds") as ds:
+        stored = source[:, ds.gene_order]  # the dataset's columns are in stored order
+    x = tessera.cells.to_dask(tmp_path / "ds")
+    for axis in (0, 1, None):
+        got = x.sum(axis=axis).compute(scheduler=scheduler)
+        np.testing.assert_array_equal(np.ravel(got), np.ravel(np.asarray(stored.sum(axis=axis))))
+        # counts sum exactly in float32; the mean is their sum over a count (float32 rounding)
+        got = x.mean(axis=axis).compute(scheduler=scheduler)
+        np.testing.assert_allclose(np.ravel(got), np.ravel(np.asarray(stored.mean(axis=axis))), rtol=1e-6)
+    assert x.sum(axis=0).shape == (60,) and x.mean(axis=1).shape == (150,)
+    whole = x.compute(scheduler=scheduler)
+    assert isinstance(whole, scipy.sparse.csr_matrix) and (whole != stored).nnz == 0
+    # a block is a csr_matrix whose sum keeps scipy's result unless numpy's keepdims is given
+    block = x.blocks[0].compute(scheduler="sync")
+    assert isinstance(block.sum(axis=0), np.matrix)
+    assert block.sum(axis=(0,), keepdims=True).shape == (1, 60)
+    assert pickle.loads(pickle.dumps(block)).shape == block.shape
+
+
+def test_local_cluster_reductions(dataset):
+    with tessera.cells.open(dataset) as ds:
+        serial = ds.get_batch(range(ds.n_cells))
+    x = tessera.cells.to_dask(dataset)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
+                                  host="127.0.0.1") as cluster, distributed.Client(cluster):
+        np.testing.assert_array_equal(x.sum(axis=0).compute(), np.asarray(serial.sum(axis=0)).ravel())
+        np.testing.assert_allclose(x.mean(axis=1).compute(), np.asarray(serial.mean(axis=1)).ravel(), rtol=1e-6)

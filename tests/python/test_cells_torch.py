@@ -121,3 +121,77 @@ def test_torch_distributed_gloo_two_processes(dataset, tmp_path, monkeypatch):
     for r in range(2):
         ds = tessera.cells.TorchDataset(dataset, 9, seed=8, rank=r, world_size=2, return_cells=True)
         assert np.array_equal(np.concatenate([c.numpy() for c, _ in ds]), parts[r])
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """300 cells x 80 genes with obs (cells_truth.py), in 10 tiles of 32; the source as AnnData."""
+    pytest.importorskip("anndata")
+    from cells_truth import read_source, write_source
+
+    root = tmp_path_factory.mktemp("torch-obs")
+    write_source(root / "a.h5ad", n_cells=300, n_genes=80, seed=2)
+    tessera.cells.convert(root / "a.h5ad", root / "ds", tile_size=32).close()
+    return root / "ds", read_source(root / "a.h5ad")
+
+
+def test_where_two_workers_yield_the_filtered_cells_with_labels(labelled):
+    path, adata = labelled
+    obs = adata.obs
+    where = {"cell_type": ["T", "NK"], "age": (30, None)}
+    want = np.flatnonzero(obs["cell_type"].isin(["T", "NK"]) & (obs["age"] >= 30))
+    columns = ["cell_type", "age", "batch_no", "is_doublet", "flag"]
+    with tessera.cells.open(path) as truth:
+        genes = list(adata.var_names[::7])
+        ds = tessera.cells.TorchDataset(path, 9, seed=4, where=where, obs_columns=columns, genes=genes,
+                                        return_cells=True)
+        orders = []
+        for epoch in (0, 1, 0):
+            ds.set_epoch(epoch)
+            items = list(DataLoader(ds, batch_size=None, num_workers=2))
+            cells = np.concatenate([c.numpy() for c, _, _ in items])
+            assert np.sort(cells).tolist() == want.tolist()  # each filtered cell once per epoch
+            orders.append(cells)
+            for c, x, labels in items:
+                c = c.numpy()
+                assert len(c) <= 9 and x.shape == (len(c), len(genes))
+                np.testing.assert_array_equal(x.to_dense().numpy(), adata[c, genes].X.toarray())
+                rows = obs.iloc[c]
+                assert labels["cell_type"].dtype == torch.int64
+                np.testing.assert_array_equal(labels["cell_type"].numpy(), rows["cell_type"].cat.codes.to_numpy())
+                np.testing.assert_array_equal(labels["age"].numpy(), rows["age"].to_numpy())
+                assert labels["batch_no"].dtype == torch.int16 and labels["is_doublet"].dtype == torch.bool
+                np.testing.assert_array_equal(labels["batch_no"].numpy(), rows["batch_no"].to_numpy())
+                np.testing.assert_array_equal(labels["is_doublet"].numpy(), rows["is_doublet"].to_numpy())
+                np.testing.assert_array_equal(labels["flag"].numpy(),
+                                              rows["flag"].to_numpy(dtype=np.float64, na_value=np.nan))
+        assert np.array_equal(orders[0], orders[2]) and not np.array_equal(orders[0], orders[1])
+        # the same cells as an explicit list; the pair's tiles are those of the unrestricted epoch
+        ds = tessera.cells.TorchDataset(path, 9, seed=4, cells=want[::-1], return_cells=True, rank=1, world_size=2)
+        tiles = set(truth.epoch(9, seed=4, rank=1, world_size=2).tiles.tolist())
+        got = np.concatenate([c.numpy() for c, _ in ds])
+        assert set(truth.tile_of(got).tolist()) <= tiles
+        assert np.sort(got).tolist() == want[np.isin(truth.tile_of(want), list(tiles))].tolist()
+        assert len(list(ds)) == ds.batch_count()
+
+
+def test_restricted_epoch_options(labelled):
+    path, adata = labelled
+    cells = np.arange(5, 290, 3)
+    ds = tessera.cells.TorchDataset(path, 10, cells=cells, shuffle=False, drop_last=True, dense=True,
+                                    transform=lambda x: x * 2, obs_columns="donor")
+    items = list(ds)
+    assert len(items) == ds.batch_count() == len(cells) // 10
+    x = torch.cat([x for x, _ in items]).numpy()
+    np.testing.assert_array_equal(x, 2 * adata[cells[:len(x)]].X.toarray()[:, tessera.cells.open(path).gene_order])
+    even = tessera.cells.TorchDataset(path, 4, cells=cells, rank=0, world_size=3, even_batches=True)
+    counts = [tessera.cells.TorchDataset(path, 4, cells=cells, rank=r, world_size=3).batch_count() for r in range(3)]
+    assert even.batch_count() == min(counts) == len(list(even))
+    with pytest.raises(tessera.UsageError, match="not both"):
+        tessera.cells.TorchDataset(path, 4, cells=cells, where={"donor": "d1"})
+    with pytest.raises(tessera.UsageError, match="barcode.*strings"):
+        tessera.cells.TorchDataset(path, 4, obs_columns=["barcode"])
+    with pytest.raises(tessera.UsageError, match="unknown obs columns"):
+        tessera.cells.TorchDataset(path, 4, obs_columns=["nope"])
+    with pytest.raises(tessera.UsageError, match="unknown obs columns"):
+        tessera.cells.TorchDataset(path, 4, where={"nope": 1})

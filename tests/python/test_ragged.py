@@ -461,6 +461,29 @@ def built(tmp_path_factory):
     return root, report, (lat, lon, value)
 
 
+def test_walk_finds_leaves_under_grouped_directories(built, tmp_path):
+    """With path_grouping 2 a leaf sits below directories of two digits (`12/`); the walk (the
+    library's, shared with `ragged info --list-leaves`) must find every leaf the MOC names."""
+    source, _, _ = built
+    root = tmp_path / "grouped"
+    shutil.copytree(source, root)
+    manifest_path = root / "morton_hive.json"
+    document = json.loads(manifest_path.read_text())
+    document["path_grouping"] = 2
+    manifest_path.write_text(json.dumps(document))
+    moved = []
+    for path in ragged.leaves(source):
+        shard = ragged.open(path).shard
+        old, new = root / pathlib.Path(path).relative_to(source), root / ragged.leaf_path(root, shard)
+        new.parent.mkdir(parents=True, exist_ok=True)
+        old.rename(new)
+        moved.append(str(new))
+    assert any(len(part) > 1 for leaf in moved for part in pathlib.Path(leaf).relative_to(root).parts[1:-1])
+    assert ragged.leaves(root, method="moc") == ragged.leaves(root, method="walk") == sorted(moved, key=lambda p: ragged.parse_word(ragged.open(p).shard))
+    listed = json.loads(run_cli("ragged", "info", root, "--list-leaves").stdout)["leaves"]
+    assert sorted(str(root / leaf["path"]) for leaf in listed) == sorted(moved)
+
+
 def test_build_reads_back_consistent_with_healpy(built):
     import healpy
 

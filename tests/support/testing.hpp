@@ -67,7 +67,10 @@ struct RunResult {
   int rc = -1;      // exit status, or 128 + signal number when the child was killed by a signal
   std::string out;  // everything the child wrote to stdout
   std::string err;  // everything the child wrote to stderr
-  long peak_rss_kib = 0;  // the child's peak resident set size (ru_maxrss of that process alone)
+  // The child's peak resident set size (ru_maxrss of that process alone). It includes the
+  // high-water mark of this process at the spawn (posix_spawn shares its memory until exec):
+  // tests that bound it keep this process small (see run_in_child).
+  long peak_rss_kib = 0;
 };
 
 struct RunOptions {

@@ -1,7 +1,7 @@
 // PNG heatmaps of read_tensors blocks (spec zagg-ragged.md §8.3 `--png`): one pixel square per
 // cell, grayscale for cells with a digest, a fixed color for observed-empty cells, transparent
-// for the rest. Encoded with libpng (zlib level 6, filter none, no timestamp) so the bytes depend
-// only on the block and the options.
+// for the rest. Encoded by image::encode_png_rgba, so the bytes depend only on the block and the
+// options.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +29,5 @@ inline constexpr std::uint8_t kObservedEmptyRgb[3] = {40, 80, 160};
 
 // RGBA8 pixels, row-major, (side·cell_px)² of them. UsageError when `bin` ≥ the block's n_bins.
 std::vector<std::uint8_t> render_heatmap(const TensorBlock& block, const HeatmapOptions& options);
-
-// A PNG file of RGBA8 pixels (8-bit, non-interlaced, zlib level 6, filter none, no time chunk).
-std::vector<std::byte> encode_png_rgba(std::uint32_t width, std::uint32_t height, const std::vector<std::uint8_t>& rgba);
 
 }  // namespace tessera::ragged

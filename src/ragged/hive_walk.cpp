@@ -1,11 +1,11 @@
-#include "ragged_nodes.hpp"
+#include "tessera/ragged/hive_walk.hpp"
 
 #include <functional>
 
 #include "tessera/ragged/hive.hpp"
 #include "tessera/zarr/metadata.hpp"
 
-namespace tessera::cli::ragged_cli {
+namespace tessera::ragged::hive {
 namespace {
 
 bool is_base_component(const std::string& name) {
@@ -25,25 +25,23 @@ codec::json::Json root_attributes(const io::Store& store, const std::string& lea
   const std::string key = io::join_key(leaf, zarr::kMetadataName);
   const auto bytes = store.get(key);
   if (!bytes) return codec::json::Json::object();
-  const auto group = zarr::decode_group(*bytes, key);
-  return group.attributes;
+  return zarr::decode_group(*bytes, key).attributes;
 }
 
 }  // namespace
 
-std::vector<Leaf> find_leaves(const io::Store& hive_root) {
-  std::vector<Leaf> leaves;
+std::vector<WalkedLeaf> find_leaves(const io::Store& hive_root) {
+  std::vector<WalkedLeaf> leaves;
   std::function<void(const std::string&)> visit = [&](const std::string& path) {
     for (const auto& child : hive_root.list_dir(path).prefixes) {
       const std::string key = io::join_key(path, child);
       if (child.ends_with(".zarr")) {
-        if (child.ends_with(".pyramid.zarr")) continue;
+        if (path.empty() || child.ends_with(".pyramid.zarr")) continue;  // leaves sit below the base
         const auto attributes = root_attributes(hive_root, key);
         if (attributes.contains("role")) continue;
-        Leaf leaf{key, ragged::hive::shard_of_basename(child), false};
+        WalkedLeaf leaf{key, shard_of_basename(child), false};
         if (attributes.contains("morton_hive_commit") && attributes.at("morton_hive_commit").is_object())
-          leaf.committed =
-              ragged::hive::parse_commit_stamp(attributes.at("morton_hive_commit"), io::join_key(key, "zarr.json")).complete;
+          leaf.committed = parse_commit_stamp(attributes.at("morton_hive_commit"), io::join_key(key, "zarr.json")).complete;
         leaves.push_back(std::move(leaf));
       } else if (path.empty() ? is_base_component(child) : is_digit_component(child)) {
         visit(key);
@@ -54,4 +52,4 @@ std::vector<Leaf> find_leaves(const io::Store& hive_root) {
   return leaves;
 }
 
-}  // namespace tessera::cli::ragged_cli
+}  // namespace tessera::ragged::hive

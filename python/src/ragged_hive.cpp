@@ -1,0 +1,158 @@
+// The morton-hive pieces of the zagg-ragged bindings: a hive's manifest, a leaf's commit stamp,
+// the root coverage MOC, leaf paths and the walk that finds leaves (spec zagg-ragged.md §4.7),
+// and the §7 content hashes. python/tessera/_ragged_hive.py builds the public functions on these.
+// Every call opens a local directory store and runs with the GIL released.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "tessera/io/store.hpp"
+#include "tessera/io/uri.hpp"
+#include "tessera/ragged/content_hash.hpp"
+#include "tessera/ragged/hive.hpp"
+#include "tessera/ragged/hive_walk.hpp"
+#include "tessera/ragged/morton.hpp"
+#include "tessera/ragged/ragged_field.hpp"
+
+namespace tessera::python {
+namespace {
+
+namespace hive = ragged::hive;
+
+py::dict coverage_dict(const hive::CoverageEnvelope& c) {
+  py::dict out;
+  out["present"] = c.present;
+  out["encoding"] = c.encoding == hive::CoverageEnvelope::Encoding::Bitmap ? "bitmap"
+                    : c.encoding == hive::CoverageEnvelope::Encoding::Full ? "full"
+                                                                           : "box";
+  py::list box;
+  for (const auto& slot : c.box) box.append(optional_str(slot));
+  out["box"] = box;
+  out["cell_order"] = c.cell_order ? py::object(py::int_(*c.cell_order)) : py::object(py::none());
+  out["sidecar"] = optional_str(c.sidecar);
+  out["nbytes"] = c.nbytes ? py::object(py::int_(*c.nbytes)) : py::object(py::none());
+  out["raw_nbytes"] = c.raw_nbytes ? py::object(py::int_(*c.raw_nbytes)) : py::object(py::none());
+  out["source"] = optional_str(c.source);
+  return out;
+}
+
+py::dict hashes(const std::string& path, const std::string& root) {
+  ragged::ContentHashes h;
+  {
+    py::gil_scoped_release release;
+    const auto opened = io::open_store(path);
+    const io::Store& store = *opened;
+    h = ragged::hash_tree(store, root);
+  }
+  py::dict arrays;
+  for (const auto& [k, v] : h.arrays) arrays[py::str(k)] = v;
+  py::dict out;
+  out["arrays"] = arrays;
+  out["combined"] = h.combined;
+  return out;
+}
+
+py::object commit_stamp(const std::string& path) {
+  std::optional<hive::CommitStamp> s;
+  {
+    py::gil_scoped_release release;
+    const auto opened = io::open_store(path);
+    const io::Store& store = *opened;
+    s = hive::read_commit_stamp(store);
+  }
+  if (!s) return py::none();
+  py::dict out;
+  out["spec"] = s->spec;
+  out["complete"] = s->complete;
+  out["cells_with_data"] = s->cells_with_data ? py::object(py::int_(*s->cells_with_data)) : py::object(py::none());
+  out["granule_count"] = s->granule_count ? py::object(py::int_(*s->granule_count)) : py::object(py::none());
+  out["written_at"] = optional_str(s->written_at);
+  out["window"] = optional_str(s->window);
+  out["coverage"] = coverage_dict(s->coverage);
+  out["document"] = from_json(s->document);
+  return out;
+}
+
+py::object manifest(const std::string& path) {
+  std::optional<hive::Manifest> m;
+  {
+    py::gil_scoped_release release;
+    const auto opened = io::open_store(path);
+    const io::Store& store = *opened;
+    m = hive::Manifest::read(store);
+  }
+  if (!m) return py::none();
+  py::dict out;
+  out["spec"] = m->spec;
+  out["cell_order"] = m->cell_order;
+  out["shard_order"] = m->shard_order;
+  out["path_grouping"] = m->path_grouping;
+  out["document"] = from_json(m->document);
+  return out;
+}
+
+py::object root_moc(const std::string& path) {
+  std::optional<hive::RootMoc> moc;
+  {
+    py::gil_scoped_release release;
+    const auto opened = io::open_store(path);
+    const io::Store& store = *opened;
+    moc = hive::read_root_moc(store);
+  }
+  if (!moc) return py::none();
+  py::dict out;
+  out["order"] = moc->order;
+  out["shards"] = moc->shards;
+  out["source"] = optional_str(moc->source);
+  out["generated_at"] = optional_str(moc->generated_at);
+  py::dict times;
+  for (const auto& [shard, word] : moc->shard_times) times[py::int_(shard)] = word;
+  out["shard_times"] = times;
+  out["temporal_fields"] = moc->temporal_fields;
+  out["document"] = from_json(moc->document);
+  return out;
+}
+
+bool exact_occupancy(const std::string& path) {
+  py::gil_scoped_release release;
+  const auto opened = io::open_store(path);
+  const io::Store& store = *opened;
+  return ragged::has_exact_occupancy(store);
+}
+
+// (path, shard decimal or None, committed) of every leaf the §4.7 walk finds below `path`.
+py::list walk_leaves(const std::string& path) {
+  std::vector<hive::WalkedLeaf> leaves;
+  {
+    py::gil_scoped_release release;
+    const auto opened = io::open_store(path);
+    const io::Store& store = *opened;
+    leaves = hive::find_leaves(store);
+  }
+  py::list out;
+  for (const auto& leaf : leaves)
+    out.append(py::make_tuple(leaf.path, leaf.shard ? py::object(py::str(ragged::morton::to_decimal(*leaf.shard))) : py::object(py::none()),
+                              leaf.committed));
+  return out;
+}
+
+}  // namespace
+
+void bind_ragged_hive(py::module_& m) {
+  m.def("ragged_hashes", &hashes, py::arg("path"), py::arg("root") = "");
+  m.def("ragged_commit_stamp", &commit_stamp, py::arg("path"));
+  m.def("ragged_manifest", &manifest, py::arg("path"));
+  m.def("ragged_root_moc", &root_moc, py::arg("path"));
+  m.def("ragged_has_exact_occupancy", &exact_occupancy, py::arg("path"));
+  m.def("ragged_leaf_path",
+        [](const std::string& shard, int grouping, const std::string& window) { return hive::leaf_path(shard, grouping, window); },
+        py::arg("shard"), py::arg("path_grouping") = 1, py::arg("window") = "");
+  m.def("ragged_shard_of_basename", [](const std::string& name) { return hive::shard_of_basename(name); }, py::arg("name"));
+  m.def("ragged_parse_word", [](const std::string& text) { return ragged::morton::parse_word_or_decimal(text); },
+        py::arg("text"));
+  m.def("ragged_to_decimal", [](std::uint64_t word) { return ragged::morton::to_decimal(word); }, py::arg("word"));
+  m.def("ragged_walk_leaves", &walk_leaves, py::arg("path"));
+}
+
+}  // namespace tessera::python

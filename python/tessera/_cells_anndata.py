@@ -1,0 +1,206 @@
+"""Gene selection by name, obs filters and AnnData export for `tessera.cells`.
+
+Imported on first use (by `Dataset.gene_index`, `Dataset.get_batch(genes=...)`, `Obs.filter`,
+`Dataset.to_anndata` and `tessera.cells.write_h5ad`), so `import tessera` imports neither pandas
+nor anndata.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ._tessera import UsageError
+
+# ---- genes -----------------------------------------------------------------------------------
+
+
+def gene_index(ds, names: Any) -> np.ndarray:
+    """Stored column of each gene name (first occurrence when a name repeats); KeyError naming
+    every name the dataset does not have."""
+    names = [names] if isinstance(names, str) else list(names)
+    lookup = ds._gene_lookup()
+    missing = [n for n in names if n not in lookup]
+    if missing:
+        shown = missing[:10] + (["..."] if len(missing) > 10 else [])
+        where = "its var_names" if lookup else "no var_names (converted with no_var)"
+        raise KeyError(f"{len(missing)} gene(s) not in the dataset, which has {where}: {shown}")
+    return np.array([lookup[n] for n in names], dtype=np.int64)
+
+
+def gene_positions(ds, genes: Any) -> np.ndarray:
+    """Stored columns for `genes`: gene names, or integer stored columns in [0, n_genes)."""
+    if isinstance(genes, (str, int, np.integer)):
+        genes = [genes]
+    arr = np.asarray(genes if isinstance(genes, np.ndarray) else list(genes))
+    if arr.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if arr.dtype.kind in "US" or arr.dtype == object:
+        if not all(isinstance(g, str) for g in arr.tolist()):
+            raise UsageError("genes must be all names (str) or all integer columns, not a mix")
+        return gene_index(ds, arr.tolist())
+    if arr.dtype.kind not in "iu":
+        raise UsageError(f"genes must be names or integer columns, got an array of {arr.dtype}")
+    arr = arr.astype(np.int64).ravel()
+    bad = arr[(arr < 0) | (arr >= ds.n_genes)]
+    if bad.size:
+        raise UsageError(f"gene columns must be in [0, {ds.n_genes}), got {bad[:10].tolist()}")
+    return arr
+
+
+def select_columns(x, positions: Optional[np.ndarray]):
+    """`x[:, positions]` with sorted indices (x itself when positions is None)."""
+    if positions is None:
+        return x
+    out = x[:, positions]
+    if not out.has_sorted_indices:
+        out.sort_indices()
+    return out
+
+
+def select_raw(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, n_genes: int,
+               positions: Optional[np.ndarray]):
+    """`select_columns` on a raw batch: (indptr int64, indices int32, values)."""
+    if positions is None:
+        return indptr, indices, values
+    import scipy.sparse
+
+    x = scipy.sparse.csr_matrix((values, indices, indptr), shape=(len(indptr) - 1, n_genes), copy=False)
+    x = select_columns(x, positions)
+    return x.indptr.astype(np.int64), x.indices.astype(np.int32), x.data
+
+
+def source_positions(ds) -> Optional[np.ndarray]:
+    """The stored column of each source column (None when stored order is the source order)."""
+    order = ds.gene_order
+    if order.size == 0 or np.array_equal(order, np.arange(order.size)):
+        return None
+    return np.argsort(order).astype(np.int64)
+
+
+# ---- obs filters -----------------------------------------------------------------------------
+
+_MEMBERSHIP = (list, set, frozenset, np.ndarray)
+
+
+def obs_filter(obs, where: dict) -> np.ndarray:
+    """Sorted int64 cells matching every condition of `where` (see `Obs.filter`)."""
+    if not isinstance(where, dict):
+        raise UsageError(f"where must be a dict {{column: condition}}, got {type(where).__name__}")
+    n = obs._dataset.n_cells
+    schema = obs.schema
+    unknown = [c for c in where if c not in schema]
+    if unknown:
+        raise UsageError(f"unknown obs columns {unknown} in where; the obs columns are {list(schema)}")
+    mask = np.ones(n, dtype=bool)
+    if not where:
+        return np.arange(n, dtype=np.int64)
+    obs.localize(list(where))
+    taken = obs._native.take(np.arange(n, dtype=np.int64), list(where))
+    for name, kind, values, validity, categories in taken:
+        mask &= _condition_mask(name, kind, values, validity, categories, where[name])
+    return np.flatnonzero(mask).astype(np.int64)
+
+
+def _condition_mask(name, kind, values, validity, categories, cond) -> np.ndarray:
+    valid = np.ones(len(values), dtype=bool) if validity is None else np.asarray(validity, dtype=bool)
+    if kind == "category":
+        valid = valid & (np.asarray(values) >= 0)
+    elif kind == "string":
+        valid = valid & np.array([v is not None for v in values], dtype=bool)
+    elif kind == "numeric" and values.dtype.kind == "f":
+        valid = valid & ~np.isnan(values)  # integers with missing values come back as float64 with NaN
+    if cond is None:
+        return ~valid
+    if isinstance(cond, tuple):
+        if kind != "numeric":
+            raise UsageError(f"obs column {name!r} is {kind}: a (lo, hi) range needs a numeric column")
+        if len(cond) != 2:
+            raise UsageError(f"range for obs column {name!r} must be (lo, hi), got {cond!r}")
+        lo, hi = cond
+        out = valid.copy()
+        if lo is not None:
+            out &= values >= lo
+        if hi is not None:
+            out &= values < hi
+        return out
+    wanted = list(cond) if isinstance(cond, _MEMBERSHIP) else [cond]
+    if any(isinstance(w, (dict, tuple)) or w is None for w in wanted):
+        raise UsageError(f"obs column {name!r}: a list of values may hold only values, got {cond!r}")
+    if kind == "category":
+        index = {c: k for k, c in enumerate(categories)}
+        codes = [index[w] for w in wanted if w in index]
+        return valid & np.isin(values, np.array(codes, dtype=np.int64))
+    if kind == "string":
+        wanted_set = set(w for w in wanted if isinstance(w, str))
+        return valid & np.fromiter((v in wanted_set for v in values), dtype=bool, count=len(values))
+    if kind in ("numeric", "bool"):
+        if any(isinstance(w, str) for w in wanted):
+            raise UsageError(f"obs column {name!r} is {kind}: compare it with numbers, not strings ({cond!r})")
+        return valid & np.isin(values, np.array(wanted))
+    raise UsageError(f"obs column {name!r} has kind {kind!r}, which filter does not support")
+
+
+# ---- AnnData ---------------------------------------------------------------------------------
+
+
+def obs_frame(ds, cells: np.ndarray, columns: Optional[Sequence[str]]):
+    """The obs of `cells` as AnnData holds it: `obs_names` as the index, missing values of integer
+    and bool columns as pandas' nullable types."""
+    import pandas as pd
+
+    if not ds.has_obs:
+        if columns:
+            raise UsageError(f"the dataset has no obs table, so obs columns {list(columns)} do not exist")
+        return pd.DataFrame(index=pd.Index(cells.astype(str), dtype=object))
+    obs = ds.obs
+    names = [c for c in obs.columns if c != "obs_names"] if columns is None else list(columns)
+    has_names = "obs_names" in obs.columns
+    fetch = list(dict.fromkeys(names + (["obs_names"] if has_names else [])))
+    obs.localize(fetch)
+    frame = obs._frame(cells, fetch, nullable=True)
+    index = frame["obs_names"].to_numpy() if has_names else cells.astype(str)
+    frame.index = pd.Index(np.asarray(index, dtype=object), dtype=object)
+    return frame[names]
+
+
+def to_anndata(ds, cells: Any = None, genes: Any = None, obs: Optional[Sequence[str]] = None, *,
+               values: str = "float32", order: str = "source"):
+    """See `Dataset.to_anndata`."""
+    import anndata
+    import pandas as pd
+
+    from .cells import _cells_array
+
+    if order not in ("source", "stored"):
+        raise UsageError(f'order must be "source" or "stored", got {order!r}')
+    rows = np.arange(ds.n_cells, dtype=np.int64) if cells is None else _cells_array(cells, ds.n_cells).astype(np.int64)
+    if genes is not None:
+        positions = gene_positions(ds, genes)
+    else:
+        positions = source_positions(ds) if order == "source" else None
+    x = select_columns(ds.get_batch(rows, values=values), positions)
+    stored_names = ds.var_names or [str(j) for j in _stored_to_source(ds)]
+    names = np.asarray(stored_names, dtype=object)
+    if positions is not None:
+        names = names[positions]
+    var = pd.DataFrame(index=pd.Index(names, dtype=object))
+    frame = obs_frame(ds, rows, None if obs is None else ([obs] if isinstance(obs, str) else list(obs)))
+    return anndata.AnnData(X=x, obs=frame, var=var, dtype=x.dtype)
+
+
+def _stored_to_source(ds) -> np.ndarray:
+    order = ds.gene_order
+    return order if order.size else np.arange(ds.n_genes)
+
+
+def write_h5ad(dataset: Any, out: Any, **options: Any) -> None:
+    """See `tessera.cells.write_h5ad`."""
+    from . import cells as _cells
+
+    if isinstance(dataset, _cells.Dataset):
+        dataset.to_anndata(**options).write_h5ad(os.fspath(out))
+        return
+    with _cells.open(dataset) as ds:
+        ds.to_anndata(**options).write_h5ad(os.fspath(out))

@@ -20,6 +20,7 @@
 #include "cells_convert.hpp"
 #include "commands.hpp"
 #include "tessera/cells/concat_source.hpp"
+#include "tessera/cells/count_errors.hpp"
 #include "tessera/cells/dataset_writer.hpp"
 #include "tessera/cells/report.hpp"
 #include "tessera/core/error.hpp"
@@ -123,6 +124,29 @@ std::shared_ptr<const cells::VarTable> stored_var_table(const cells::VarTable& s
   return out;
 }
 
+std::string joined(const std::vector<std::string>& items, std::size_t at_most = 12) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < at_most; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > at_most) out += " and " + std::to_string(items.size() - at_most) + " more";
+  return out;
+}
+
+// A non-integer count in an h5ad's X usually means X was normalised: the error says where the
+// raw counts may be instead (the files' layers, raw/X).
+[[noreturn]] void rethrow_with_count_advice(const cells::NonIntegerCount& e, const ConvertInput& in) {
+  std::string advice;
+  if (in.source == "h5ad" && in.x_source.empty()) {
+    std::vector<std::string> ways;
+    if (!in.layers.empty()) ways.push_back("--layer NAME (layers: " + joined(in.layers) + ")");
+    if (in.has_raw) ways.push_back("--use-raw (raw/X)");
+    advice = ways.empty() ? "; X seems to hold normalised values and the files have no layers or raw/X: convert "
+                            "the files the raw counts came from"
+                          : "; X seems to hold normalised values: convert the raw counts with " +
+                                (ways.size() == 1 ? ways[0] : ways[0] + " or " + ways[1]);
+  }
+  throw cells::NonIntegerCount(std::string(e.what()) + advice, e.path(), e.structure());
+}
+
 void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
   const auto say = [&](const std::string& line) {
     if (!a.quiet) std::cout << line << "\n" << std::flush;
@@ -136,6 +160,8 @@ void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
   const std::vector<std::string> paths = resolve_patterns(patterns, a.no_sort_files);
   say(std::to_string(paths.size()) + " files: " + paths.front() + " ... " + paths.back());
   const ConvertInput in = scan_inputs(a, paths);
+  if (!in.not_converted.empty())
+    say("not converted: " + joined(in.not_converted) + " (a deltacells dataset keeps the counts, obs and var)");
   std::shared_ptr<const cells::ObsWriteInput> obs = a.no_obs ? nullptr : build_obs(a, in);
   if (obs) say(obs_summary_line(obs->schema));
   std::vector<std::size_t> all(paths.size());
@@ -162,50 +188,54 @@ void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
   say(std::to_string(n_tiles) + " tiles, written by " + std::to_string(o.workers) + " worker(s) with " +
       std::to_string(o.threads) + " compression thread(s) each");
 
-  std::size_t summed = 0;
-  if (!a.no_sort_genes) {
-    const std::vector<std::size_t> used = gene_order_files(paths.size(), a.sort_genes_max_files);
-    std::uint64_t used_cells = 0;
-    for (std::size_t f : used) used_cells += in.cells[f];
-    summed = used.size();
-    say("gene order: summing the counts of " + std::to_string(summed) + " of " + std::to_string(paths.size()) +
-        " files (" + std::to_string(used_cells) + " cells)");
-    if (summed == paths.size()) {
-      // The same source: a transposed input's counting pass (and a band holding every cell) is reused.
-      o.gene_order = cells::order_by_decreasing_total(cells::gene_totals(*source, a.tile_size, StopSignals::raised));
-    } else {
-      const auto totals_source = open_files(in, used);
-      o.gene_order =
-          cells::order_by_decreasing_total(cells::gene_totals(*totals_source, a.tile_size, StopSignals::raised));
+  try {
+    std::size_t summed = 0;
+    if (!a.no_sort_genes) {
+      const std::vector<std::size_t> used = gene_order_files(paths.size(), a.sort_genes_max_files);
+      std::uint64_t used_cells = 0;
+      for (std::size_t f : used) used_cells += in.cells[f];
+      summed = used.size();
+      say("gene order: summing the counts of " + std::to_string(summed) + " of " + std::to_string(paths.size()) +
+          " files (" + std::to_string(used_cells) + " cells)");
+      if (summed == paths.size()) {
+        // The same source: a transposed input's counting pass (and a band holding every cell) is reused.
+        o.gene_order = cells::order_by_decreasing_total(cells::gene_totals(*source, a.tile_size, StopSignals::raised));
+      } else {
+        const auto totals_source = open_files(in, used);
+        o.gene_order =
+            cells::order_by_decreasing_total(cells::gene_totals(*totals_source, a.tile_size, StopSignals::raised));
+      }
     }
-  }
-  o.var_names.resize(in.var_names.size());
-  for (std::size_t j = 0; j < in.var_names.size(); ++j)
-    o.var_names[j] = o.gene_order.empty() ? in.var_names[j] : in.var_names[static_cast<std::size_t>(o.gene_order[j])];
-  o.obs = obs;
-  if (!a.no_var && in.var) o.var_table = stored_var_table(*in.var, o.gene_order);
-  o.metadata = codec::json::Json::object();
-  o.metadata["source"] = in.source;
-  o.metadata["n_source_files"] = paths.size();
-  o.metadata["first_file"] = paths.front();
-  o.metadata["last_file"] = paths.back();
-  o.metadata["sort_genes"] = !a.no_sort_genes;
-  o.metadata["sort_genes_n_files"] = summed;
-  if (!in.x_source.empty()) o.metadata["x_source"] = in.x_source;
-  std::uint64_t bytes = 0;
-  o.on_tile = [&](const cells::TileWritten& t) {
-    bytes += t.bytes;
-    say("[tile " + std::to_string(t.index + 1) + "/" + std::to_string(t.n_tiles) + "] " + std::to_string(t.n_cells) +
-        " cells, " + mb(t.bytes) + " MB");
-  };
-  o.interrupted = StopSignals::raised;
-  const cells::Manifest m = cells::write_dataset(*source, a.output, o);
-  say("done: " + std::to_string(n_tiles) + " tiles, " + mb(bytes) + " MB = " +
-      cells::format_fixed(static_cast<double>(bytes) / static_cast<double>(n_cells) / 1e3, 2) + " kB per cell");
-  if (m.has_obs) {
-    std::uint64_t obs_bytes = 0;
-    for (const auto b : m.obs_shard_bytes) obs_bytes += b;
-    say("obs: " + mb(obs_bytes) + " MB in " + std::to_string(m.obs_shard_bytes.size()) + " parquet shard(s)");
+    o.var_names.resize(in.var_names.size());
+    for (std::size_t j = 0; j < in.var_names.size(); ++j)
+      o.var_names[j] = o.gene_order.empty() ? in.var_names[j] : in.var_names[static_cast<std::size_t>(o.gene_order[j])];
+    o.obs = obs;
+    if (!a.no_var && in.var) o.var_table = stored_var_table(*in.var, o.gene_order);
+    o.metadata = codec::json::Json::object();
+    o.metadata["source"] = in.source;
+    o.metadata["n_source_files"] = paths.size();
+    o.metadata["first_file"] = paths.front();
+    o.metadata["last_file"] = paths.back();
+    o.metadata["sort_genes"] = !a.no_sort_genes;
+    o.metadata["sort_genes_n_files"] = summed;
+    if (!in.x_source.empty()) o.metadata["x_source"] = in.x_source;
+    std::uint64_t bytes = 0;
+    o.on_tile = [&](const cells::TileWritten& t) {
+      bytes += t.bytes;
+      say("[tile " + std::to_string(t.index + 1) + "/" + std::to_string(t.n_tiles) + "] " + std::to_string(t.n_cells) +
+          " cells, " + mb(t.bytes) + " MB");
+    };
+    o.interrupted = StopSignals::raised;
+    const cells::Manifest m = cells::write_dataset(*source, a.output, o);
+    say("done: " + std::to_string(n_tiles) + " tiles, " + mb(bytes) + " MB = " +
+        cells::format_fixed(static_cast<double>(bytes) / static_cast<double>(n_cells) / 1e3, 2) + " kB per cell");
+    if (m.has_obs) {
+      std::uint64_t obs_bytes = 0;
+      for (const auto b : m.obs_shard_bytes) obs_bytes += b;
+      say("obs: " + mb(obs_bytes) + " MB in " + std::to_string(m.obs_shard_bytes.size()) + " parquet shard(s)");
+    }
+  } catch (const cells::NonIntegerCount& e) {
+    rethrow_with_count_advice(e, in);
   }
 }
 

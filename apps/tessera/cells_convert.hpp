@@ -49,6 +49,11 @@ struct ConvertInput {
   std::uint64_t n_genes = 0;
   std::uint64_t entries = 0;           // stored entries of every file (dense: cells × genes)
   std::vector<std::string> var_names;  // the first file's, in source column order
+  // h5ad: what the files hold that the dataset will not (interop::H5adScan::not_converted, in
+  // first-seen order over the files), and where else counts may be (layer names, raw/X).
+  std::vector<std::string> not_converted;
+  std::vector<std::string> layers;
+  bool has_raw = false;
   std::function<std::unique_ptr<cells::CsrBlockSource>(std::size_t file)> open;
   // Unless --no-obs: per file, its obs table (h5ad: the obs dataframe in column order, columns
   // named by --obs-exclude not read but listed in `skipped`; 10x: no columns) without the

@@ -167,6 +167,13 @@ ConvertInput scan_h5ad(const ConvertArgs& a, const std::vector<std::string>& pat
     if (scans->empty()) in.var_names = s.var_names;
     else cells::check_same_genes(in.var_names, paths.front(), s.var_names, p);
     add_file(in, p, s.n_cells, s.n_genes, s.nnz);
+    const auto add_new = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
+      for (const auto& item : from)
+        if (std::find(to.begin(), to.end(), item) == to.end()) to.push_back(item);
+    };
+    add_new(in.not_converted, s.not_converted);
+    add_new(in.layers, s.layers);
+    in.has_raw = in.has_raw || s.has_raw;
     if (r.obs) {
       if (r.obs->names.size() != s.n_cells)
         throw FormatError(p + ": obs: " + std::to_string(r.obs->names.size()) + " cell names, but " + s.matrix +

@@ -277,6 +277,9 @@ H5adInputScan scan_h5ad_input_isolated(const std::string& path, const interop::H
     w.put(static_cast<std::uint64_t>(s.layout));
     for (const std::uint64_t v : {s.n_cells, s.n_genes, s.nnz, std::uint64_t{s.real_values}}) w.put(v);
     w.put(s.var_names);
+    w.put(s.layers);
+    w.put(std::uint64_t{s.has_raw});
+    w.put(s.not_converted);
     if (request.obs) {
       const auto obs = interop::read_h5ad_obs(path, request.options);
       w.put(obs.table);
@@ -296,6 +299,9 @@ H5adInputScan scan_h5ad_input_isolated(const std::string& path, const interop::H
   s.nnz = u.u64();
   s.real_values = u.u64() != 0;
   s.var_names = u.strings();
+  s.layers = u.strings();
+  s.has_raw = u.u64() != 0;
+  s.not_converted = u.strings();
   if (request.obs) {
     r.obs.emplace();
     r.obs->table = u.obs_table(path);

@@ -1,7 +1,9 @@
-// `tessera cells get PATH CELLS [--json] [--names] [--obs COLS] [--cache-dir DIR] [--no-verify]`
-// (spec deltacells.md §9.5): prints the CSR batch of the requested cells. CELLS is a
+// `tessera cells get PATH CELLS [--json] [--names] [--genes NAMES] [--obs COLS] [--cache-dir DIR]
+// [--no-verify]` (spec deltacells.md §9.5): prints the CSR batch of the requested cells, or only
+// the nonzeros of the genes named by --genes. CELLS is a
 // comma-separated list of indices and half-open ranges `a:b`; a malformed list is a usage error
 // (exit 2), an index outside the dataset a runtime error naming the valid range (exit 1).
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <string>
@@ -10,6 +12,7 @@
 #include "cells_commands.hpp"
 #include "commands.hpp"
 #include "tessera/cells/dataset.hpp"
+#include "tessera/cells/report.hpp"
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 
@@ -23,8 +26,37 @@ struct GetArgs {
   bool names = false;
   std::string obs;
   std::string cache_dir;
+  std::string genes;
   bool no_verify = false;
 };
+
+// The batch restricted to the stored columns of `genes` (names from var_names.txt): only their
+// nonzeros are kept, in the batch's column order. UsageError naming every unknown gene.
+cells::SparseBatch only_genes(const cells::SparseBatch& b, const std::vector<std::string>& var_names,
+                              const std::vector<std::string>& genes) {
+  if (var_names.empty()) throw UsageError("--genes: this dataset has no var_names.txt");
+  std::vector<bool> keep(var_names.size(), false);
+  std::vector<std::string> unknown;
+  for (const auto& gene : genes) {
+    const auto it = std::find(var_names.begin(), var_names.end(), gene);
+    if (it == var_names.end()) unknown.push_back(gene);
+    else keep[static_cast<std::size_t>(it - var_names.begin())] = true;
+  }
+  if (!unknown.empty()) throw UsageError("--genes: not in the dataset's var_names: " + cells::python_list_repr(unknown));
+  cells::SparseBatch out;
+  out.values = b.values;
+  out.n_genes = b.n_genes;
+  for (std::size_t i = 0; i + 1 < b.indptr.size(); ++i) {
+    for (auto j = b.indptr[i]; j < b.indptr[i + 1]; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      if (!keep[static_cast<std::size_t>(b.indices[k])]) continue;
+      out.indices.push_back(b.indices[k]);
+      out.values_int32.push_back(b.values_int32[k]);
+    }
+    out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
+  }
+  return out;
+}
 
 std::int64_t parse_int(std::string_view s, const std::string& whole) {
   std::int64_t v = 0;
@@ -66,11 +98,13 @@ void register_cells_get(CLI::App& cells, int& rc) {
   cmd->add_flag("--names", a->names, "print gene names from var_names.txt instead of column numbers");
   CLI::Option* obs = cmd->add_option("--obs", a->obs, "obs columns to print (comma-separated)");
   cmd->add_option("--cache-dir", a->cache_dir, "obs cache root");
+  cmd->add_option("--genes", a->genes, "only the nonzeros of these genes (names from var_names.txt, comma-separated)");
   cmd->add_flag("--no-verify", a->no_verify, "skip the CRC check of fetched tiles");
   cmd->callback([a, &rc, obs] {
     const std::vector<std::int64_t> cells = parse_cells(a->cells);
     std::shared_ptr<cells::Dataset> ds = cells::Dataset::open(a->path, {.verify_crc = !a->no_verify});
-    const cells::SparseBatch b = ds->get_batch(cells, cells::Values::Int32);
+    cells::SparseBatch b = ds->get_batch(cells, cells::Values::Int32);
+    if (!a->genes.empty()) b = only_genes(b, ds->var_names(), split_column_names(a->genes));
     // --obs: the columns through the obs cache (localized first if needed, with a warning).
     std::vector<cells::ObsTakeColumn> obs_columns;
     std::vector<columnar::ColumnType> stored;

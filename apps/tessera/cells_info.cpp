@@ -10,6 +10,7 @@
 #include "tessera/cells/dataset.hpp"
 #include "tessera/cells/report.hpp"
 #include "tessera/cells/summary_chart.hpp"
+#include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/image/png.hpp"
 #include "tessera/io/byte_sink.hpp"
@@ -22,6 +23,7 @@ struct InfoArgs {
   std::string path;
   std::string cache_dir;
   std::string png;
+  bool json = false;
 };
 
 std::string display_path(const std::string& path) {
@@ -31,8 +33,34 @@ std::string display_path(const std::string& path) {
   return s;
 }
 
-std::string tile_info(const std::string& path) {
-  const cells::Tile t = cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_source(path)));
+std::string tile_info_json(const cells::Tile& t, const std::string& path) {
+  std::string out;
+  codec::json::JsonWriter w(out, codec::json::DumpOptions::python_pretty());
+  w.begin_object();
+  w.key("path").value(display_path(path));
+  w.key("format").value("deltacells-tile");
+  w.key("version").value(t.version());
+  w.key("n_cells").value(t.n_cells());
+  w.key("n_genes").value(t.n_genes());
+  w.key("nonzeros").value(t.nnz());
+  w.key("bytes").value(t.size());
+  w.key("chunks").begin_array();
+  for (const auto& c : t.chunks()) {
+    w.begin_object();
+    w.key("cells").begin_array().value(c.cell_lo).value(c.cell_hi).end_array();
+    w.key("nonzeros").begin_array().value(c.nnz_lo).value(c.nnz_hi).end_array();
+    w.key("gaps_bytes").value(c.gaps.len);
+    w.key("values_bytes").value(c.vals.len);
+    w.key("value_exceptions_bytes").value(c.vexc.len);
+    w.key("gap_exceptions_bytes").value(c.gexc.len);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return out + "\n";
+}
+
+std::string tile_info(const cells::Tile& t, const std::string& path) {
   std::string s;
   s += "tile:           " + display_path(path) + "\n";
   s += "cells x genes:  " + std::to_string(t.n_cells()) + " x " + std::to_string(t.n_genes()) + "\n";
@@ -59,10 +87,12 @@ void register_cells_info(CLI::App& cells, int& rc) {
   cmd->add_option("PATH", a->path, "dataset directory or .dct tile (local path, file://, http:// or https:// URI)")->required();
   CLI::Option* cache = cmd->add_option("--cache-dir", a->cache_dir, "obs cache root");
   cmd->add_option("--png", a->png, "also draw cells, nonzeros per cell and bytes per nonzero, tile by tile, as a PNG");
+  cmd->add_flag("--json", a->json, "the summary as one JSON object");
   cmd->callback([a, &rc, cache] {
     if (is_cells_tile_file(a->path)) {
       if (!a->png.empty()) throw UsageError("--png draws the tiles of a dataset; " + a->path + " is one tile");
-      write_stream(stdout, tile_info(a->path));
+      const cells::Tile t = cells::Tile::parse(std::shared_ptr<const io::ByteSource>(io::open_source(a->path)));
+      write_stream(stdout, a->json ? tile_info_json(t, a->path) : tile_info(t, a->path));
       rc = 0;
       return;
     }
@@ -70,12 +100,13 @@ void register_cells_info(CLI::App& cells, int& rc) {
     cells::InfoOptions o;
     o.display_path = display_path(a->path);
     if (cache->count() > 0) o.cache_dir = a->cache_dir;
-    write_stream(stdout, cells::render_info(*ds, o));
+    write_stream(stdout, a->json ? cells::render_info_json(*ds, o) : cells::render_info(*ds, o));
     if (!a->png.empty()) {
       const image::Raster chart = cells::render_summary_chart(ds->manifest(), std::filesystem::path(o.display_path).filename().string());
       io::write_file_atomic(a->png, image::encode_png_rgba(chart.width(), chart.height(), chart.pixels()));
-      write_stream(stdout, "picture:        " + a->png + " (" + std::to_string(chart.width()) + " x " +
-                               std::to_string(chart.height()) + " pixels)\n");
+      // With --json stdout holds the one JSON object; the picture line goes to stderr.
+      write_stream(a->json ? stderr : stdout, "picture:        " + a->png + " (" + std::to_string(chart.width()) +
+                                                  " x " + std::to_string(chart.height()) + " pixels)\n");
     }
     rc = 0;
   });

@@ -26,6 +26,7 @@ struct ObsArgs {
   std::string columns;
   bool all = false;
   int threads = 8;
+  bool json = false;
 };
 
 // Python's f-string padding counts code points, not bytes.
@@ -89,6 +90,27 @@ void obs_info(const ObsArgs& a, int& rc) {
   const auto nbytes = obs->column_nbytes();
   const auto local = obs->localized_columns();
   const double n_tiles = static_cast<double>(opened.dataset->n_tiles());
+  if (a.json) {
+    std::string out;
+    codec::json::JsonWriter w(out, codec::json::DumpOptions::python_pretty());
+    w.begin_object().key("cache").value(obs->cache_dir()).key("columns").begin_array();
+    for (std::size_t i = 0; i < schema.columns.size(); ++i) {
+      const auto& c = schema.columns[i];
+      w.begin_object();
+      w.key("name").value(c.name);
+      w.key("kind").value(cells::obs_kind_name(c.kind));
+      w.key("stored_as").value(columnar::column_type_name(c.type));
+      w.key("categories");
+      c.kind == cells::ObsKind::Category ? w.value(static_cast<std::uint64_t>(c.categories.size())) : w.value(nullptr);
+      w.key("bytes_to_fetch").value(nbytes[i]);
+      w.key("local").value(std::find(local.begin(), local.end(), c.name) != local.end());
+      w.end_object();
+    }
+    w.end_array().end_object();
+    write_stream(stdout, out + "\n");
+    rc = 0;
+    return;
+  }
   std::string out = "cache: " + obs->cache_dir() + "\n";
   out += left("column", 40) + left("kind", 10) + left("stored as", 10) + right("categories", 11) +
          right("MB to fetch", 13) + right("per 100M cells", 16) + "  local\n";
@@ -142,6 +164,7 @@ void register_cells_obs(CLI::App& cells, int& rc) {
   CLI::App* info = group->add_subcommand("info", "Obs columns, their size and whether they are in the local cache");
   info->add_option("PATH", a->path, "dataset directory (local path or file:// URI)")->required();
   info->add_option("--cache-dir", a->cache_dir, "obs cache root");
+  info->add_flag("--json", a->json, "the columns as one JSON object (cache, columns with name, kind, stored_as, categories, bytes_to_fetch, local)");
   info->callback([a, &rc] { obs_info(*a, rc); });
 
   CLI::App* localize = group->add_subcommand("localize", "Copy obs columns into the node-local Arrow cache");

@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <new>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "tessera/core/error.hpp"
@@ -45,6 +48,29 @@ std::string with_file_named(const tessera::Error& e) {
   return message + " (in " + file + ")";
 }
 
+// CLI11 answers a mistyped command (`tessera tet frobnicate`) with "A subcommand is required";
+// this names the word it did not know and the commands there are instead.
+std::optional<std::string> unknown_command(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* at = &app;
+  std::string path = "tessera";
+  for (const auto& arg : args) {
+    if (arg.empty() || arg[0] == '-') return std::nullopt;  // options are CLI11's to judge
+    const auto subcommands = at->get_subcommands([](CLI::App*) { return true; });
+    if (subcommands.empty()) return std::nullopt;            // a command's own positionals
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : subcommands)
+      if (sub->check_name(arg)) next = sub;
+    if (next == nullptr) {
+      std::string names;
+      for (CLI::App* sub : subcommands) names += (names.empty() ? "" : ", ") + sub->get_name();
+      return path + ": unknown command '" + tessera::printable_text(arg) + "' (commands: " + names + ")";
+    }
+    at = next;
+    path += " " + next->get_name();
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,6 +89,10 @@ int main(int argc, char** argv) {
     // CLI11 wants the arguments in reverse order when given as a vector.
     std::vector<std::string> args(argv + 1, argv + argc);
     args = tessera::cli::route_detected_command(args);
+    if (const auto unknown = unknown_command(app, args)) {
+      std::cerr << *unknown << "\nRun with --help for more information.\n";
+      return kUsageExit;
+    }
     std::reverse(args.begin(), args.end());
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {

@@ -72,7 +72,6 @@ std::string available_names(const tet::TetFile& file) {
 }
 
 void run_cat(const CatArgs& args) {
-  if (args.out.empty() && args.png.empty()) throw UsageError("tet cat needs --out OUT.npy, --png OUT.png or both");
   const std::optional<image::QuicklookOptions> picture =
       args.png.empty() ? std::nullopt : std::optional(quicklook_options(args));
   // Parse the selection before touching any file so a malformed one fails fast.
@@ -116,6 +115,8 @@ void register_tet_cat(CLI::App& tet, int& rc) {
   cmd->add_option("--png-origin", args->png_origin, "top (row 0 at the top, default) | bottom")
       ->check(CLI::IsMember({"top", "bottom"}));
   cmd->callback([args, &rc] {
+    // A usage error (exit 2) like any missing required option, raised before a file is opened.
+    if (args->out.empty() && args->png.empty()) throw CLI::RequiredError("--out OUT.npy, --png OUT.png or both");
     run_cat(*args);
     rc = 0;
   });

@@ -21,6 +21,7 @@
 #include "tessera/cells/manifest.hpp"
 #include "tessera/cells/obs_schema.hpp"
 #include "tessera/cells/obs_store.hpp"
+#include "tessera/cells/var_table.hpp"
 #include "tessera/columnar/column.hpp"
 #include "tessera/core/error.hpp"
 
@@ -105,6 +106,28 @@ py::array bool_array(std::vector<std::uint8_t>&& flags) {
   return py::array(py::dtype("bool"), {n}, owner->data(), free_when_done);
 }
 
+// A library column as Python holds it: (values, validity or None). Strings are a list of str
+// with None for missing values; everything else an array owning the library's buffer.
+std::pair<py::object, py::object> column_to_python(columnar::Column& v) {
+  py::object values, validity = py::none();
+  if (v.type == columnar::ColumnType::String) {
+    py::list strings(static_cast<py::size_t>(v.length));
+    for (std::uint64_t i = 0; i < v.length; ++i) {
+      if (!v.is_valid(i)) {
+        strings[i] = py::none();
+      } else {
+        const auto text = v.string(i);
+        strings[i] = py::str(text.data(), text.size());
+      }
+    }
+    values = strings;
+  } else {
+    values = bytes_to_numpy(std::move(v.data), dtype_of_column(v.type), {static_cast<py::ssize_t>(v.length)});
+  }
+  if (!v.validity.empty()) validity = bool_array(std::move(v.validity));
+  return {values, validity};
+}
+
 // The open dataset. `ds_` lives as long as this object (metadata stays readable after close);
 // `closed_` turns every fetch into a UsageError.
 class PyCellsDataset {
@@ -161,6 +184,28 @@ class PyCellsDataset {
       names = ds_->var_names();
     }
     return py::cast(names);
+  }
+
+  // var.parquet in stored gene order, or None without one: (index name, index values,
+  // [(name, values, validity or None)]). An empty index name means an unnamed index.
+  py::object var_table() {
+    if (!ds_->manifest().has_var_table) return py::none();
+    cells::VarTable table;
+    {
+      py::gil_scoped_release release;
+      const auto lock = open_lock();
+      const auto source = ds_->store().open("var.parquet");
+      if (!source) throw FormatError("var.parquet: is missing (the manifest says the dataset has a var table) (P8)", "var.parquet");
+      table = cells::read_var_parquet(*source, ds_->n_genes());
+    }
+    py::list columns;
+    for (std::size_t i = 0; i < table.columns.size(); ++i) {
+      auto [values, validity] = column_to_python(table.columns[i]);
+      columns.append(py::make_tuple(table.column_names[i], values, validity));
+    }
+    py::object index = py::none();
+    if (table.index.length > 0) index = column_to_python(table.index).first;
+    return py::make_tuple(table.index_name, index, columns);
   }
 
   py::array gene_order() {
@@ -428,23 +473,7 @@ class PyCellsObs {
     flush_warnings();
     py::list out;
     for (auto& col : taken) {
-      auto& v = col.values;
-      py::object values, validity = py::none();
-      if (v.type == columnar::ColumnType::String) {
-        py::list strings(static_cast<py::size_t>(v.length));
-        for (std::uint64_t i = 0; i < v.length; ++i) {
-          if (!v.is_valid(i)) {
-            strings[i] = py::none();
-          } else {
-            const auto s = v.string(i);
-            strings[i] = py::str(s.data(), s.size());
-          }
-        }
-        values = strings;
-      } else {
-        values = bytes_to_numpy(std::move(v.data), dtype_of_column(v.type), {static_cast<py::ssize_t>(v.length)});
-      }
-      if (!v.validity.empty()) validity = bool_array(std::move(v.validity));
+      auto [values, validity] = column_to_python(col.values);
       out.append(py::make_tuple(col.name, std::string(cells::obs_kind_name(col.kind)), values, validity,
                                 py::cast(col.categories)));
     }
@@ -511,6 +540,7 @@ void bind_cells(py::module_& m) {
       .def("tile_bounds", &PyCellsDataset::tile_bounds, py::arg("tile"))
       .def("tile_of", &PyCellsDataset::tile_of, py::arg("cells"))
       .def("var_names", &PyCellsDataset::var_names)
+      .def("var_table", &PyCellsDataset::var_table)
       .def("gene_order", &PyCellsDataset::gene_order)
       .def("prefetch", &PyCellsDataset::prefetch, py::arg("tiles"))
       .def("prefetch_cells", &PyCellsDataset::prefetch_cells, py::arg("cells"))

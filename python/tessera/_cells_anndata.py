@@ -181,13 +181,42 @@ def to_anndata(ds, cells: Any = None, genes: Any = None, obs: Optional[Sequence[
     else:
         positions = source_positions(ds) if order == "source" else None
     x = select_columns(ds.get_batch(rows, values=values), positions)
-    stored_names = ds.var_names or [str(j) for j in _stored_to_source(ds)]
-    names = np.asarray(stored_names, dtype=object)
+    var = var_frame(ds)
     if positions is not None:
-        names = names[positions]
-    var = pd.DataFrame(index=pd.Index(names, dtype=object))
+        var = var.iloc[positions]
     frame = obs_frame(ds, rows, None if obs is None else ([obs] if isinstance(obs, str) else list(obs)))
     return anndata.AnnData(X=x, obs=frame, var=var, dtype=x.dtype)
+
+
+def _var_column(pd, values, validity):
+    """One var.parquet column as pandas holds it: missing numbers as NaN (floats) or pandas'
+    nullable integer / boolean types, strings as objects with None."""
+    if isinstance(values, list):
+        return np.asarray(values, dtype=object)
+    if validity is None or validity.all():
+        return values
+    if values.dtype.kind == "f":
+        out = values.astype(values.dtype, copy=True)
+        out[~validity] = np.nan
+        return out
+    if values.dtype.kind == "b":
+        return pd.arrays.BooleanArray(values.astype(bool), ~validity)
+    return pd.arrays.IntegerArray(values, ~validity)
+
+
+def var_frame(ds):
+    """See `Dataset.var`."""
+    import pandas as pd
+
+    table = ds._native.var_table()
+    names = ds.var_names or [str(j) for j in _stored_to_source(ds)]
+    if table is None:
+        return pd.DataFrame(index=pd.Index(np.asarray(names, dtype=object), dtype=object))
+    index_name, index_values, columns = table
+    index = pd.Index(np.asarray(index_values if index_values is not None else names, dtype=object), dtype=object,
+                     name=index_name or None)
+    data = {name: _var_column(pd, values, validity) for name, values, validity in columns}
+    return pd.DataFrame(data, index=index)
 
 
 def _stored_to_source(ds) -> np.ndarray:

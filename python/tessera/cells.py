@@ -152,6 +152,16 @@ class Dataset:
         return _cells_anndata.gene_index(self, names)
 
     @property
+    def var(self):
+        """The gene table as a `pandas.DataFrame`, one row per stored column (the order of
+        `get_batch`'s columns), indexed by gene name: every column of the source's var table
+        (var.parquet; numbers, bools and strings, with pandas' nullable types where values are
+        missing), or no columns when the dataset has none."""
+        from . import _cells_anndata
+
+        return _cells_anndata.var_frame(self)
+
+    @property
     def gene_order(self) -> np.ndarray:
         """int32 source column of each stored column (empty without gene_order.npy)."""
         return self._native.gene_order()

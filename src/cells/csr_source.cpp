@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "rules.hpp"
+#include "tessera/cells/count_errors.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
 
@@ -76,9 +77,10 @@ void canonicalize_values(const CsrBlock& b, const std::vector<T>& values, const 
       };
       if constexpr (!std::is_integral_v<T>) {
         if (!std::isfinite(v) || v != std::floor(v))
-          detail::fail(o.tile_name, cell_label(o, r),
-                       "gene " + std::to_string(gene) + " has value " + describe() + "; counts must be finite integers",
-                       "");
+          detail::fail<NonIntegerCount>(o.tile_name, cell_label(o, r),
+                                        "gene " + std::to_string(gene) + " has value " + describe() +
+                                            "; counts must be finite integers",
+                                        "");
       }
       if (v < 0)
         detail::fail(o.tile_name, cell_label(o, r),

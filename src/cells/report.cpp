@@ -17,7 +17,9 @@
 namespace tessera::cells {
 namespace {
 
+using codec::json::DumpOptions;
 using codec::json::Json;
+using codec::json::JsonWriter;
 
 void append_utf8_repr(std::string& out, std::string_view s, char quote) {
   for (std::size_t i = 0; i < s.size();) {
@@ -113,31 +115,50 @@ std::string label(const char* name) {
 
 // `<C> columns (<kind> <count>, …) in <S> parquet shard(s) of up to <K> tiles, <MB> MB; <L>
 // localized in <root>` from obs/schema.json and the cache directory.
-std::string obs_summary(Dataset& ds, const InfoOptions& o) {
+// What `info` says about the obs sidecar, in text and in JSON.
+struct ObsSummary {
+  std::uint64_t columns = 0;
+  std::map<std::string, std::uint64_t> kinds;  // alphabetical
+  std::uint64_t shards = 0, tiles_per_file = 0, bytes = 0, localized = 0;
+  std::string cache_root;
+};
+
+ObsSummary summarize_obs(Dataset& ds, const InfoOptions& o) {
   const Manifest& m = ds.manifest();
   const ObsSchema schema = read_obs_schema(ds.store()).schema;
-  std::map<std::string_view, std::uint64_t> kinds;
-  const std::string root = resolve_obs_cache_root(o.cache_dir.value_or(""));
-  std::uint64_t local = 0;
+  ObsSummary out;
+  out.cache_root = resolve_obs_cache_root(o.cache_dir.value_or(""));
   for (const auto& c : schema.columns) {
-    ++kinds[obs_kind_name(c.kind)];
+    ++out.kinds[std::string(obs_kind_name(c.kind))];
     std::error_code ec;
-    local += std::filesystem::exists(
-        std::filesystem::path(root) / m.obs_fingerprint / "obs" / (quote_column_file_name(c.name) + ".arrow"), ec);
+    out.localized += std::filesystem::exists(
+        std::filesystem::path(out.cache_root) / m.obs_fingerprint / "obs" / (quote_column_file_name(c.name) + ".arrow"), ec);
   }
-  std::uint64_t bytes = 0;
-  for (const auto b : m.obs_shard_bytes) bytes += b;
-  std::string s = std::to_string(schema.columns.size()) + " columns (";
+  out.columns = schema.columns.size();
+  for (const auto b : m.obs_shard_bytes) out.bytes += b;
+  out.shards = m.obs_shard_bytes.size();
+  out.tiles_per_file = m.obs_tiles_per_file;
+  return out;
+}
+
+std::string obs_summary_text(const ObsSummary& obs) {
+  std::string s = std::to_string(obs.columns) + " columns (";
   bool first = true;
-  for (const auto& [kind, count] : kinds) {  // std::map: alphabetical
+  for (const auto& [kind, count] : obs.kinds) {
     if (!first) s += ", ";
     first = false;
-    s += std::string(kind) + " " + std::to_string(count);
+    s += kind + " " + std::to_string(count);
   }
-  s += ") in " + std::to_string(m.obs_shard_bytes.size()) + " parquet shard(s) of up to " +
-       std::to_string(m.obs_tiles_per_file) + " tiles, " + format_fixed(static_cast<double>(bytes) / 1e6, 1) + " MB; " +
-       std::to_string(local) + " localized in " + root;
+  s += ") in " + std::to_string(obs.shards) + " parquet shard(s) of up to " + std::to_string(obs.tiles_per_file) +
+       " tiles, " + format_fixed(static_cast<double>(obs.bytes) / 1e6, 1) + " MB; " + std::to_string(obs.localized) +
+       " localized in " + obs.cache_root;
   return s;
+}
+
+std::uint64_t total(const std::vector<std::uint64_t>& values) {
+  std::uint64_t sum = 0;
+  for (const auto v : values) sum += v;
+  return sum;
 }
 
 }  // namespace
@@ -163,9 +184,7 @@ std::string format_fixed(double v, int decimals) {
 
 std::string render_info(Dataset& ds, const InfoOptions& o) {
   const Manifest& m = ds.manifest();
-  std::uint64_t bytes = 0, nnz = 0;
-  for (const auto b : m.tile_bytes) bytes += b;
-  for (const auto n : m.tile_nnz) nnz += n;
+  const std::uint64_t bytes = total(m.tile_bytes), nnz = total(m.tile_nnz);
   const double cells = static_cast<double>(m.n_cells);
   std::string s;
   // A remote dataset is shown by its URL; a local one as `local:` + its absolute path.
@@ -181,11 +200,60 @@ std::string render_info(Dataset& ds, const InfoOptions& o) {
   s += label("layout:") + std::to_string(m.n_chunks) + " chunks per tile, zstd level " + std::to_string(m.zstd_level) + "\n";
   s += label("gene order:") + (m.has_gene_order ? "stored (gene_order.npy)" : "as in the source") +
        "; var names: " + (m.has_var_names ? "yes" : "no") + "\n";
-  s += label("obs:") + (m.has_obs ? obs_summary(ds, o) : std::string("none")) + "\n";
+  s += label("obs:") + (m.has_obs ? obs_summary_text(summarize_obs(ds, o)) : std::string("none")) + "\n";
   s += label("var table:") + (m.has_var_table ? "yes" : "no") + "\n";
   if (!m.metadata.empty()) s += label("metadata:") + python_repr(m.metadata) + "\n";
   s += label("format:") + "deltacells-dataset version " + std::to_string(m.version) + "\n";
   return s;
+}
+
+std::string render_info_json(Dataset& ds, const InfoOptions& o) {
+  const Manifest& m = ds.manifest();
+  std::string out;
+  JsonWriter w(out, DumpOptions::python_pretty());
+  const auto numbers = [&](std::string_view name, const std::vector<std::uint64_t>& values) {
+    w.key(name).begin_array();
+    for (const auto v : values) w.value(v);
+    w.end_array();
+  };
+  w.begin_object();
+  w.key("path").value(o.display_path);
+  w.key("format").value("deltacells-dataset");
+  w.key("version").value(m.version);
+  w.key("n_cells").value(m.n_cells);
+  w.key("n_genes").value(m.n_genes);
+  w.key("tile_size").value(m.tile_size);
+  w.key("n_tiles").value(m.n_tiles());
+  w.key("nonzeros").value(total(m.tile_nnz));
+  w.key("bytes").value(total(m.tile_bytes));
+  numbers("tile_cells", m.tile_cells);
+  numbers("tile_nnz", m.tile_nnz);
+  numbers("tile_bytes", m.tile_bytes);
+  w.key("n_chunks").value(m.n_chunks);
+  w.key("zstd_level").value(m.zstd_level);
+  w.key("has_gene_order").value(m.has_gene_order);
+  w.key("has_var_names").value(m.has_var_names);
+  w.key("has_var_table").value(m.has_var_table);
+  w.key("obs");
+  if (m.has_obs) {
+    const ObsSummary obs = summarize_obs(ds, o);
+    w.begin_object();
+    w.key("columns").value(obs.columns);
+    w.key("kinds").begin_object();
+    for (const auto& [kind, count] : obs.kinds) w.key(kind).value(count);
+    w.end_object();
+    w.key("shards").value(obs.shards);
+    w.key("tiles_per_file").value(obs.tiles_per_file);
+    w.key("bytes").value(obs.bytes);
+    w.key("localized").value(obs.localized);
+    w.key("cache_root").value(obs.cache_root);
+    w.end_object();
+  } else {
+    w.value(nullptr);
+  }
+  w.key("metadata").value(m.metadata.empty() ? Json::object() : m.metadata);
+  w.end_object();
+  return out + "\n";
 }
 
 VerifyResult verify_dataset(Dataset& ds, const VerifyOptions& o) {

@@ -115,6 +115,15 @@ H5adScan scan_h5ad(const std::string& path, const H5adOptions& o) {
     fail(path, var_index,
          std::to_string(n_names) + " gene names, but " + s.matrix + " has " + std::to_string(s.n_genes) + " genes");
   s.var_names = f.dataset(var_index).read_strings(0, n_names);
+  if (f.kind("layers") == Hdf5Kind::Group) s.layers = f.members("layers");
+  s.has_raw = f.kind("raw/X") != Hdf5Kind::Missing;
+  for (const char* group : {"obsm", "varm", "obsp", "varp", "uns"})
+    if (f.kind(group) == Hdf5Kind::Group)
+      for (const auto& member : f.members(group)) s.not_converted.push_back(std::string(group) + "/" + member);
+  for (const auto& layer : s.layers)
+    if ("layers/" + layer != s.matrix) s.not_converted.push_back("layers/" + layer);
+  if (s.has_raw && s.matrix != "raw/X") s.not_converted.push_back("raw/X");
+  if (s.matrix != "X" && f.kind("X") != Hdf5Kind::Missing) s.not_converted.push_back("X");
   if (f.kind("obs") != Hdf5Kind::Missing) {
     const std::string obs_index = detail::dataframe_index(f, "obs");
     const std::uint64_t n_obs = index_length(f, obs_index);

@@ -11,7 +11,8 @@ import scipy.sparse
 
 def write_source(path, *, layout="csr", n_cells=300, n_genes=1200, seed=0):
     """An h5ad with X stored as `layout` ("csr", "csc" or "dense"), integer counts (some empty
-    cells and genes) and obs of every kind AnnData 0.8 writes: categoricals (a non-ASCII category,
+    cells and genes), var columns (strings, a categorical, bool, float with NaN, int64, nullable
+    Int32) and obs of every kind AnnData 0.8 writes: categoricals (a non-ASCII category,
     missing values, an unused category), floats with NaN, int64/int16/float32, bool, nullable
     Int64/Int32/boolean with missing values, non-ASCII strings."""
     import anndata
@@ -38,6 +39,13 @@ def write_source(path, *, layout="csr", n_cells=300, n_genes=1200, seed=0):
     obs["lane"] = pd.array([None if i % 7 == 0 else i % 4 for i in range(n_cells)], dtype="Int32")
     obs["barcode"] = [f"AC{i:06d}-ü" for i in range(n_cells)]
     var = pd.DataFrame(index=[f"GENE{j}-α" for j in range(n_genes)])
+    var["gene_ids"] = [f"ENSG{j:011d}" for j in range(n_genes)]
+    var["feature_types"] = pd.Categorical(rng.choice(["Gene Expression", "Antibody Capture"], n_genes))
+    var["highly_variable"] = rng.random(n_genes) < 0.1
+    var["means"] = rng.gamma(0.5, 1.0, n_genes)
+    var.loc[var.index[::11], "means"] = np.nan
+    var["n_cells"] = rng.integers(0, n_cells, n_genes).astype(np.int64)
+    var["n_cells_nullable"] = pd.array([None if j % 13 == 0 else j for j in range(n_genes)], dtype="Int32")
     stored = {"csr": x, "csc": x.tocsc(), "dense": x.toarray()}[layout]
     anndata.AnnData(X=stored, obs=obs, var=var, dtype=np.float32).write_h5ad(path)
 

@@ -124,9 +124,9 @@ def test_bad_requests_fail_and_write_nothing(field, tmp_path, args, status, mess
     assert not (tmp_path / "q.png").exists()
 
 
-def test_neither_output_is_refused(field):
+def test_neither_output_is_a_usage_error(field):
     proc = run_cli("tet", "cat", field[0], "a", check=False)
-    assert proc.returncode == 1 and "needs --out OUT.npy, --png OUT.png or both" in proc.stderr
+    assert proc.returncode == 2 and "--out OUT.npy, --png OUT.png or both is required" in proc.stderr
 
 
 # ---- cells info --png -------------------------------------------------------------------------

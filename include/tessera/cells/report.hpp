@@ -26,6 +26,9 @@ struct InfoOptions {
 };
 // The lines of §9.2, each ending in `\n`. Reads obs/schema.json when the dataset has obs.
 std::string render_info(Dataset& dataset, const InfoOptions& options);
+// The same facts as one JSON object (json.dumps(indent=2) layout): path, format, version, counts,
+// the per-tile arrays of the manifest, layout, gene files, obs (null without) and metadata.
+std::string render_info_json(Dataset& dataset, const InfoOptions& options);
 
 struct VerifyOptions {
   unsigned threads = 1;  // decode threads per tile (0 counts as 1)

@@ -47,6 +47,11 @@ struct H5adScan {
   std::uint64_t nnz = 0;              // stored entries (n_cells × n_genes for dense)
   bool real_values = false;           // the values are floating point (else integers or booleans)
   std::vector<std::string> var_names; // the var index, in source column order
+  std::vector<std::string> layers;    // names under layers/ (where counts often are)
+  bool has_raw = false;               // raw/X exists
+  // What a deltacells dataset does not take from the file: the members of obsm, varm, obsp, varp
+  // and uns (`obsm/X_pca`), the layers and raw/X not converted, and X when another matrix is.
+  std::vector<std::string> not_converted;
 };
 
 H5adScan scan_h5ad(const std::string& path, const H5adOptions& options = {});

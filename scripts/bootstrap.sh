@@ -9,8 +9,10 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev lld
   # codecs, checksums, hashing
   libzstd-dev zstd zlib1g-dev libisal-dev libssl-dev
-  # HTTP(S) reads (libcurl) and the loopback web server the remote-read tests serve the conformance data from
-  libcurl4-openssl-dev nginx-light
+  # HTTP(S) and bucket reads (libcurl; expat for S3 listings), the loopback web server the remote-read
+  # tests serve the conformance data from, and boto3, the independent S3 client (and SigV4 checker)
+  # of the bucket tests
+  libcurl4-openssl-dev libexpat1-dev nginx-light python3-boto3
   # images (ragged heatmaps) and HDF5 (h5ad / 10x input)
   libpng-dev libhdf5-dev libnetcdf-dev
   # Parquet footers (Thrift compact protocol), Arrow IPC metadata (flatbuffers), Parquet SNAPPY pages

@@ -189,13 +189,17 @@ finish_fuzz() {
 }
 
 "$ROOT/scripts/bootstrap.sh"
-# npm test dependencies (independent readers such as zarrita) come from the committed lock file.
+# npm test dependencies (independent readers such as zarrita, the S3 emulator) come from the committed lock files.
 STEP="npm ci"
 if [ ! -d "$ROOT/tests/zarr/node/node_modules" ]; then
   npm ci --prefix "$ROOT/tests/zarr/node" --no-audit --no-fund
 fi
 if [ ! -d "$ROOT/tests/columnar/node/node_modules" ]; then
   npm ci --prefix "$ROOT/tests/columnar/node" --no-audit --no-fund
+fi
+# The S3 emulator the bucket tests read from (tests/python/bucket_server.py).
+if [ ! -d "$ROOT/tests/remote/node/node_modules" ]; then
+  npm ci --prefix "$ROOT/tests/remote/node" --no-audit --no-fund
 fi
 
 section "stage 1: gcc Release build + tests"

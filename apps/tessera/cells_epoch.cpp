@@ -68,7 +68,7 @@ void run_epoch(const EpochArgs& a) {
 void register_cells_epoch(CLI::App& cells, int& rc) {
   auto a = std::make_shared<EpochArgs>();
   CLI::App* cmd = cells.add_subcommand("epoch", "Run the epoch batch loader over a dataset and report its throughput");
-  cmd->add_option("PATH", a->path, "dataset directory (local path, file://, http:// or https:// URI)")->required();
+  cmd->add_option("PATH", a->path, "dataset directory (local path, file://, http(s)://, s3:// or gs:// URI)")->required();
   cmd->add_option("--batch-size", a->batch_size, "cells per batch (default 5000)")->check(integer_at_least(1));
   cmd->add_option("--batches", a->batches, "stop after this many batches (default: the whole epoch)");
   cmd->add_option("--seed", a->seed, "shuffle seed (default 0)");

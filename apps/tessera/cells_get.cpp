@@ -92,7 +92,7 @@ std::vector<std::int64_t> parse_cells(const std::string& text) {
 void register_cells_get(CLI::App& cells, int& rc) {
   auto a = std::make_shared<GetArgs>();
   CLI::App* cmd = cells.add_subcommand("get", "Print the nonzeros of some cells of a deltacells dataset");
-  cmd->add_option("PATH", a->path, "dataset directory (local path, file://, http:// or https:// URI)")->required();
+  cmd->add_option("PATH", a->path, "dataset directory (local path, file://, http(s)://, s3:// or gs:// URI)")->required();
   cmd->add_option("CELLS", a->cells, "comma-separated cell indices and ranges a:b, e.g. 9,0,4,4,3 or 0:10")->required();
   cmd->add_flag("--json", a->json, "one JSON line {\"indptr\", \"indices\", \"values\"}");
   cmd->add_flag("--names", a->names, "print gene names from var_names.txt instead of column numbers");

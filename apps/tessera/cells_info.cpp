@@ -84,7 +84,7 @@ std::string tile_info(const cells::Tile& t, const std::string& path) {
 void register_cells_info(CLI::App& cells, int& rc) {
   auto a = std::make_shared<InfoArgs>();
   CLI::App* cmd = cells.add_subcommand("info", "Summary of a deltacells dataset (or one .dct tile)");
-  cmd->add_option("PATH", a->path, "dataset directory or .dct tile (local path, file://, http:// or https:// URI)")->required();
+  cmd->add_option("PATH", a->path, "dataset directory or .dct tile (local path, file://, http(s)://, s3:// or gs:// URI)")->required();
   CLI::Option* cache = cmd->add_option("--cache-dir", a->cache_dir, "obs cache root");
   cmd->add_option("--png", a->png, "also draw cells, nonzeros per cell and bytes per nonzero, tile by tile, as a PNG");
   cmd->add_flag("--json", a->json, "the summary as one JSON object");

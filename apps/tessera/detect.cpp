@@ -6,7 +6,7 @@
 //     Zarr v3 stores; spec zagg-ragged.md §8.6)
 //   - a directory whose `manifest.json` says `"format": "deltacells-dataset"`, or a file
 //     starting with `DELTACEL` (one tile)                 → cells (spec deltacells.md §9)
-// Anything else is refused with an error naming PATH. An http(s):// PATH is probed the same way
+// Anything else is refused with an error naming PATH. A remote PATH (http(s)://, s3://, gs://) is probed the same way
 // through the URI resolver: as an object first (its magic), then as a prefix holding
 // `morton_hive.json`, `zarr.json` or a deltacells `manifest.json` (HEAD and GET by name; nothing
 // is listed).

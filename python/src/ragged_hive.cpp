@@ -12,6 +12,7 @@
 #include "tessera/ragged/content_hash.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/hive_walk.hpp"
+#include "tessera/ragged/leaf_fields.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/ragged_field.hpp"
 
@@ -153,6 +154,20 @@ void bind_ragged_hive(py::module_& m) {
         py::arg("text"));
   m.def("ragged_to_decimal", [](std::uint64_t word) { return ragged::morton::to_decimal(word); }, py::arg("word"));
   m.def("ragged_walk_leaves", &walk_leaves, py::arg("path"));
+  m.def(
+      "ragged_payload_fields",
+      [](const std::string& path) {
+        py::gil_scoped_release release;
+        return ragged::payload_fields(*io::open_store(path));
+      },
+      py::arg("path"));
+  m.def(
+      "ragged_resolve_field",
+      [](const std::string& path, const std::string& field) {
+        py::gil_scoped_release release;
+        return ragged::resolve_field(*io::open_store(path), field);
+      },
+      py::arg("path"), py::arg("field"));
 }
 
 }  // namespace tessera::python

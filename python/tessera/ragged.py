@@ -22,16 +22,14 @@ an out-of-range `read_cell` index raises `CellIndexError` (both `tessera.UsageEr
 """
 from __future__ import annotations
 
-import json as _json
 import operator as _operator
 import os as _os
-import pathlib as _pathlib
 from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 
 from . import _tessera
-from ._tessera import RaggedWarning, UnsupportedError, UsageError
+from ._tessera import RaggedWarning, UsageError
 
 __all__ = [
     "open", "Leaf", "Field", "TensorBlock", "CellRecord", "CellIndexError", "RaggedWarning",
@@ -141,17 +139,12 @@ def _as_path(path: PathLike) -> str:
 
 
 def _is_url(path: str) -> bool:
-    """An ``http://`` or ``https://`` prefix (read with ranged GETs; nothing can be listed there)."""
-    return path.lower().startswith(("http://", "https://"))
+    """An ``http(s)://`` prefix or an ``s3://`` / ``gs://`` bucket prefix (read with ranged GETs)."""
+    return path.lower().startswith(("http://", "https://", "s3://", "gs://"))
 
 
 def _is_leaf_dir(path: str) -> bool:
     return _is_url(path) or _os.path.isdir(path)
-
-
-def _no_listing(path: str, what: str):
-    return UnsupportedError(f"{path}: {what} needs to list the leaf's objects, which plain HTTP cannot; "
-                            "give the array path (e.g. '6/h_tdigest')")
 
 
 class Field:
@@ -343,19 +336,10 @@ def _cell_index_error(e: BaseException) -> CellIndexError:
     return out
 
 
-def _is_numeric(name: str) -> bool:
-    return name.lstrip("-").isdigit()
-
-
-def _read_json(path: _pathlib.Path) -> Optional[dict]:
-    try:
-        return _json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 class Leaf:
-    """One leaf of a morton-hive store (or a flat store, or a leaf column) on the local disk.
+    """One leaf of a morton-hive store (or a flat store, or a leaf column): a local directory, an
+    ``http(s)://`` prefix or an ``s3://`` / ``gs://`` bucket prefix. Over plain HTTP nothing can be
+    listed, so `fields()` and bare field names raise `tessera.UnsupportedError` there.
 
     ``field`` arguments are array paths (``"6/h_tdigest"``) or bare names (``"h_tdigest"``, when
     exactly one numeric group of the leaf holds that array).
@@ -391,15 +375,7 @@ class Leaf:
         """The array path of ``field`` (a bare name is looked up in the numeric groups)."""
         if "/" in field:
             return field
-        if _is_url(self._path):
-            raise _no_listing(self._path, f"finding the group of field {field!r}")
-        root = _pathlib.Path(self._path)
-        found = sorted(g.name for g in root.iterdir()
-                       if g.is_dir() and _is_numeric(g.name) and (g / field / "zarr.json").is_file())
-        if len(found) != 1:
-            where = "no numeric group" if not found else f"groups {found}"
-            raise UsageError(f"{self._path}: field {field!r} is in {where}; give the array path (e.g. '6/{field}')")
-        return f"{found[0]}/{field}"
+        return _tessera.ragged_resolve_field(self._path, field)
 
     def field(self, name: str) -> Field:
         """The `Field` ``name`` (opened once and cached)."""
@@ -411,24 +387,7 @@ class Leaf:
 
     def fields(self) -> list[str]:
         """Array paths of the ragged payload fields of the leaf (companion siblings excluded)."""
-        if _is_url(self._path):
-            raise _no_listing(self._path, "fields()")
-        root = _pathlib.Path(self._path)
-        ragged, bound = [], set()
-        for group in sorted(p for p in root.iterdir() if p.is_dir()):
-            for arr in sorted(p for p in group.iterdir() if p.is_dir()):
-                meta = _read_json(arr / "zarr.json")
-                if not meta or meta.get("node_type") != "array":
-                    continue
-                attrs = meta.get("attributes") or {}
-                block = attrs.get("ragged")
-                if not isinstance(block, dict):
-                    continue
-                ragged.append(f"{group.name}/{arr.name}")
-                for sibling in (block.get("locations"), attrs.get("times")):
-                    if isinstance(sibling, str):
-                        bound.add(f"{group.name}/{sibling}")
-        return [p for p in ragged if p not in bound]
+        return _tessera.ragged_payload_fields(self._path)
 
     def stamp(self) -> Optional[dict]:
         """The commit stamp (``morton_hive_commit``) as a dict, or None when the leaf has none."""

@@ -84,10 +84,10 @@ std::string_view history_source(InputFormat format) noexcept {
 }
 
 InputFormat detect_convert_input(const std::string& path) {
-  // HDF5 and NetCDF read local files, and a Zarr input is walked by listing: none works on a URL.
-  if (io::uri_kind(path) == io::UriKind::Http)
+  // HDF5 and NetCDF read local files: a remote input is refused before anything is read.
+  if (io::uri_kind(path) != io::UriKind::Local)
     throw UnsupportedError("convert input `" + io::display_url(path) +
-                               "` is a URL; converting from HTTP(S) is not supported yet (download it first)",
+                               "` is remote; converting from a URL or bucket is not supported yet (download it first)",
                            io::display_url(path));
   if (is_zarr_v3_directory(path)) return InputFormat::Zarr;
 

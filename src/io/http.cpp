@@ -19,6 +19,7 @@ namespace tessera::io {
 namespace {
 
 constexpr long kMaxBackoffMs = 10'000;
+constexpr std::string_view kEmptyPayloadSha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 // One libcurl easy handle per thread, reused so kept-alive connections serve later requests.
 class ThreadHandle {
@@ -75,6 +76,7 @@ struct Request {
   std::string if_match{};  // a strong ETag
   std::string if_unmodified_since{};
   std::uint64_t max_body = 0;  // the body is refused past this many bytes (0: no limit)
+  std::string shown{};         // the name messages give the object (default: display_url of the URL)
 };
 
 struct Response {
@@ -209,6 +211,16 @@ CURLcode perform_once(const std::string& url, const Request& request, const Http
   if (!request.if_match.empty()) headers = curl_slist_append(headers, ("If-Match: " + request.if_match).c_str());
   if (!request.if_unmodified_since.empty())
     headers = curl_slist_append(headers, ("If-Unmodified-Since: " + request.if_unmodified_since).c_str());
+  const HttpAuth& auth = options.auth;
+  if (!auth.sigv4.empty()) {
+    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, auth.sigv4.c_str());
+    curl_easy_setopt(h, CURLOPT_USERNAME, auth.access_key_id.c_str());
+    curl_easy_setopt(h, CURLOPT_PASSWORD, auth.secret_access_key.c_str());
+    // S3 wants the payload's hash as a header; requests here have no body, so it is the hash of
+    // nothing (the value libcurl signs with, whichever of its versions computes it).
+    headers = curl_slist_append(headers, ("x-amz-content-sha256: " + std::string(kEmptyPayloadSha256)).c_str());
+  }
+  for (const std::string& line : auth.headers) headers = curl_slist_append(headers, line.c_str());
   if (headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   const CURLcode code = curl_easy_perform(h);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
@@ -228,7 +240,7 @@ CURLcode perform_once(const std::string& url, const Request& request, const Http
 template <typename ShortBody>
 Response perform(const std::string& url, const Request& request, const HttpOptions& options, ShortBody short_body) {
   const int attempts = std::max(1, options.attempts);
-  const std::string shown = display_url(url);
+  const std::string shown = request.shown.empty() ? display_url(url) : request.shown;
   std::string last_problem;
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     if (attempt > 1) sleep_backoff(options, attempt - 1);
@@ -264,11 +276,10 @@ Response perform(const std::string& url, const Request& request, const HttpOptio
   return perform(url, request, options, [](const Response&) { return false; });
 }
 
-[[noreturn]] void fail_status(const std::string& url, const Response& r) {
-  const std::string shown = display_url(url);
+[[noreturn]] void fail_status(const std::string& shown, const Response& r, const HttpOptions& options) {
   const std::string where = status_text(r.status) + ", " + attempts_text(r.attempt, r.attempts);
   if (r.status == 404) throw IoError(shown + ": not found (" + where + ")", shown);
-  if (r.status == 403) throw IoError(shown + ": access denied (" + where + ")", shown);
+  if (r.status == 403) throw IoError(shown + ": access denied (" + where + ")" + options.auth.denied_hint, shown);
   throw IoError(shown + ": unexpected answer (" + where + ")", shown);
 }
 
@@ -287,26 +298,27 @@ struct ObjectInfo {
 
 // HEAD of `url`: nullopt on 404; IoError on other failures. A server that answers HEAD without a
 // length is asked for the first byte instead (Content-Range then carries the size).
-std::optional<ObjectInfo> head_object(const std::string& url, const HttpOptions& options, bool missing_is_error = false) {
-  Response r = perform(url, Request{.method = Method::Head}, options);
+std::optional<ObjectInfo> head_object(const std::string& url, const std::string& shown, const HttpOptions& options,
+                                      bool missing_is_error = false) {
+  Response r = perform(url, Request{.method = Method::Head, .shown = shown}, options);
   if (r.status == 404 && !missing_is_error) return std::nullopt;
-  if (r.status < 200 || r.status >= 300) fail_status(url, r);
+  if (r.status < 200 || r.status >= 300) fail_status(shown, r, options);
   if (r.content_length) return ObjectInfo{*r.content_length, r.etag, r.last_modified};
-  r = perform(url, Request{.range = "0-0", .max_body = 1}, options);
+  r = perform(url, Request{.range = "0-0", .max_body = 1, .shown = shown}, options);
   if (r.status == 404) {
-    if (missing_is_error) fail_status(url, r);
+    if (missing_is_error) fail_status(shown, r, options);
     return std::nullopt;
   }
   if (r.status == 416 && r.range_total) return ObjectInfo{*r.range_total, r.etag, r.last_modified};  // empty object
   if (r.status != 206 || !r.range_total)
-    throw IoError(display_url(url) + ": the server reports no object size (" + status_text(r.status) + ")", display_url(url));
+    throw IoError(shown + ": the server reports no object size (" + status_text(r.status) + ")", shown);
   return ObjectInfo{*r.range_total, r.etag, r.last_modified};
 }
 
 class HttpSource final : public ByteSource {
  public:
-  HttpSource(std::string url, ObjectInfo info, HttpOptions options)
-      : url_(std::move(url)), name_(display_url(url_)), info_(std::move(info)), options_(options) {}
+  HttpSource(std::string url, std::string shown, ObjectInfo info, HttpOptions options)
+      : url_(std::move(url)), name_(std::move(shown)), info_(std::move(info)), options_(std::move(options)) {}
   std::uint64_t size() const override { return info_.size; }
   const std::string& name() const override { return name_; }
 
@@ -317,7 +329,7 @@ class HttpSource final : public ByteSource {
                         " is past the end (" + std::to_string(info_.size) + " bytes)",
                     name_);
     if (dst.empty()) return;
-    Request request{.range = std::to_string(offset) + "-" + std::to_string(*end - 1), .max_body = dst.size()};
+    Request request{.range = std::to_string(offset) + "-" + std::to_string(*end - 1), .max_body = dst.size(), .shown = name_};
     if (strong_etag(info_.etag)) request.if_match = info_.etag;
     else if (!info_.last_modified.empty()) request.if_unmodified_since = info_.last_modified;
     const Response r =
@@ -325,7 +337,7 @@ class HttpSource final : public ByteSource {
     if (r.status == 412) throw IoError(changed_text(name_), name_);
     if (r.status == 200)
       throw IoError(name_ + ": the server ignored the Range request (HTTP 200); ranged reads are required", name_);
-    if (r.status != 206) fail_status(url_, r);
+    if (r.status != 206) fail_status(name_, r, options_);
     // The precondition header is the guard; the answer's own validator (when it carries one) and
     // its Content-Range total are checked too, for servers that ignore preconditions.
     if ((!r.etag.empty() && r.etag != info_.etag) || (r.range_total && *r.range_total != info_.size) ||
@@ -375,61 +387,88 @@ std::string display_url(std::string_view url) {
   return std::string(s);
 }
 
-std::unique_ptr<ByteSource> open_http_source(const std::string& url, const HttpOptions& options) {
-  return std::make_unique<HttpSource>(url, std::move(*head_object(url, options, true)), options);
+std::string percent_encode(std::string_view s, bool keep_slash) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    const bool unreserved = (u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || u == '-' ||
+                            u == '.' || u == '_' || u == '~' || (keep_slash && u == '/');
+    if (unreserved) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0xF];
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<std::byte>> http_get(const std::string& url, const HttpOptions& options, const std::string& shown) {
+  const std::string name = shown.empty() ? display_url(url) : shown;
+  const Response r = perform(url, Request{.shown = name}, options, [](const Response& resp) {
+    return resp.content_length && resp.body.size() < *resp.content_length;
+  });
+  if (r.status == 404) return std::nullopt;
+  if (r.status != 200) fail_status(name, r, options);
+  return r.body;
+}
+
+std::unique_ptr<ByteSource> open_http_source(const std::string& url, const HttpOptions& options, const std::string& shown) {
+  const std::string name = shown.empty() ? display_url(url) : shown;
+  return std::make_unique<HttpSource>(url, name, std::move(*head_object(url, name, options, true)), options);
 }
 
 // ---- HttpStore ------------------------------------------------------------------------------
 
-HttpStore::HttpStore(std::string base_url, HttpOptions options) : base_(std::move(base_url)), options_(options) {
+HttpStore::HttpStore(std::string base_url, HttpOptions options, std::string display_name)
+    : base_(std::move(base_url)), options_(std::move(options)) {
   // A query string (e.g. an access token) is sent with every object; keys go before it.
   if (const auto q = base_.find_first_of("?#"); q != std::string::npos) {
     if (base_[q] == '?') query_ = base_.substr(q, base_.find('#', q) - q);
     base_.resize(q);
   }
   while (base_.size() > 1 && base_.back() == '/') base_.pop_back();
-  name_ = display_url(base_);
+  name_ = display_name.empty() ? display_url(base_) : std::move(display_name);
   base_ += '/';
 }
 
 std::string HttpStore::url_of(const std::string& key) const {
   if (!is_valid_key(key)) throw UsageError(name_ + ": invalid object key '" + key + "'", name_);
-  return base_ + key + query_;
+  return base_ + percent_encode(key, true) + query_;
 }
+
+std::string HttpStore::shown_of(const std::string& key) const { return name_ + "/" + key; }
 
 std::unique_ptr<ByteSource> HttpStore::open(const std::string& key) const {
   const std::string url = url_of(key);
-  auto info = head_object(url, options_);
+  auto info = head_object(url, shown_of(key), options_);
   if (!info) return nullptr;
-  return std::make_unique<HttpSource>(url, std::move(*info), options_);
+  return std::make_unique<HttpSource>(url, shown_of(key), std::move(*info), options_);
 }
 
 bool HttpStore::exists(const std::string& key) const { return size(key).has_value(); }
 
 std::optional<std::uint64_t> HttpStore::size(const std::string& key) const {
   const std::string url = url_of(key);
-  const Response r = perform(url, Request{.method = Method::Head}, options_);
+  const Response r = perform(url, Request{.method = Method::Head, .shown = shown_of(key)}, options_);
   if (r.status == 404) return std::nullopt;
-  if (r.status < 200 || r.status >= 300) fail_status(url, r);
+  if (r.status < 200 || r.status >= 300) fail_status(shown_of(key), r, options_);
   if (r.content_length) return r.content_length;
-  const auto info = head_object(url, options_);
+  const auto info = head_object(url, shown_of(key), options_);
   return info ? std::optional<std::uint64_t>(info->size) : std::nullopt;
 }
 
 std::optional<std::vector<std::byte>> HttpStore::get(const std::string& key) const {
-  const std::string url = url_of(key);
-  const Response r = perform(url, Request{}, options_, [](const Response& resp) {
-    return resp.content_length && resp.body.size() < *resp.content_length;
-  });
-  if (r.status == 404) return std::nullopt;
-  if (r.status != 200) fail_status(url, r);
-  return r.body;
+  return http_get(url_of(key), options_, shown_of(key));
 }
 
 namespace {
 
 // A ranged GET answered: 206 with the bytes, 416 (nothing at that offset) with none.
-std::optional<RangeRead> ranged_answer(const std::string& url, const Response& r) {
+std::optional<RangeRead> ranged_answer(const std::string& shown, const Response& r, const HttpOptions& options) {
   if (r.status == 404) return std::nullopt;
   if (r.status == 416 && r.range_total) return RangeRead{{}, *r.range_total};
   if (r.status == 206 && r.range_total) return RangeRead{r.body, *r.range_total};
@@ -438,7 +477,7 @@ std::optional<RangeRead> ranged_answer(const std::string& url, const Response& r
     // than the object): its size is the body's.
     return RangeRead{r.body, r.body.size()};
   }
-  fail_status(url, r);
+  fail_status(shown, r, options);
 }
 
 }  // namespace
@@ -451,13 +490,13 @@ std::optional<RangeRead> HttpStore::get_range(const std::string& key, std::uint6
     return RangeRead{{}, *n};
   }
   const std::uint64_t last = add_u64(offset, length - 1).value_or(UINT64_MAX - 1);
-  Request request{.range = std::to_string(offset) + "-" + std::to_string(last), .max_body = length};
+  Request request{.range = std::to_string(offset) + "-" + std::to_string(last), .max_body = length, .shown = shown_of(key)};
   const Response r = perform(url, request, options_, [&](const Response& resp) {
     return resp.status == 206 && resp.content_length && resp.body.size() < *resp.content_length;
   });
   if (r.status == 200 && offset != 0)
-    throw IoError(name_ + ": the server ignored the Range request (HTTP 200); ranged reads are required", url_of(key));
-  auto out = ranged_answer(url, r);
+    throw IoError(shown_of(key) + ": the server ignored the Range request (HTTP 200); ranged reads are required", shown_of(key));
+  auto out = ranged_answer(shown_of(key), r, options_);
   if (out && r.status == 200 && out->bytes.size() > length) out->bytes.resize(length);
   return out;
 }
@@ -465,11 +504,11 @@ std::optional<RangeRead> HttpStore::get_range(const std::string& key, std::uint6
 std::optional<RangeRead> HttpStore::get_suffix(const std::string& key, std::uint64_t length) const {
   const std::string url = url_of(key);
   if (length == 0) return get_range(key, 0, 0);
-  Request request{.range = "-" + std::to_string(length), .max_body = length};
+  Request request{.range = "-" + std::to_string(length), .max_body = length, .shown = shown_of(key)};
   const Response r = perform(url, request, options_, [&](const Response& resp) {
     return resp.status == 206 && resp.content_length && resp.body.size() < *resp.content_length;
   });
-  return ranged_answer(url, r);
+  return ranged_answer(shown_of(key), r, options_);
 }
 
 std::vector<std::string> HttpStore::list(const std::string& prefix) const {

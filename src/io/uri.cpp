@@ -2,6 +2,7 @@
 #include "tessera/io/uri.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/io/bucket.hpp"
 
 namespace tessera::io {
 namespace {
@@ -26,21 +27,20 @@ std::string uri_scheme(std::string_view uri) {
 }
 
 std::string unsupported_scheme_text(std::string_view scheme) {
-  std::string text = "unsupported URI scheme " + std::string(scheme) + ":// (supported: local paths, file://, http://, https://";
-  if (scheme == "s3" || scheme == "gs") text += "; s3:// and gs:// are not supported yet";
-  return text + ")";
+  return "unsupported URI scheme " + std::string(scheme) + ":// (supported: local paths, file://, http://, https://, s3://, gs://)";
 }
 
 UriKind uri_kind(std::string_view uri) {
   const std::string scheme = uri_scheme(uri);
   if (scheme.empty() || scheme == "file") return UriKind::Local;
   if (scheme == "http" || scheme == "https") return UriKind::Http;
+  if (scheme == "s3" || scheme == "gs") return UriKind::Bucket;
   throw UnsupportedError(unsupported_scheme_text(scheme), std::string(uri));
 }
 
 bool is_remote_uri(std::string_view uri) {
   const std::string scheme = uri_scheme(uri);
-  return scheme == "http" || scheme == "https";
+  return scheme == "http" || scheme == "https" || scheme == "s3" || scheme == "gs";
 }
 
 std::string local_path(std::string_view uri) {
@@ -51,12 +51,20 @@ std::string local_path(std::string_view uri) {
 }
 
 std::unique_ptr<ByteSource> open_source(const std::string& uri, const OpenOptions& options) {
-  if (uri_kind(uri) == UriKind::Http) return open_http_source(uri, options.http);
+  switch (uri_kind(uri)) {
+    case UriKind::Http: return open_http_source(uri, options.http);
+    case UriKind::Bucket: return open_bucket_source(parse_bucket_uri(uri), options.http);
+    case UriKind::Local: break;
+  }
   return open_file(local_path(uri), options.mode);
 }
 
 std::unique_ptr<Store> open_store(const std::string& uri, const OpenOptions& options) {
-  if (uri_kind(uri) == UriKind::Http) return std::make_unique<HttpStore>(uri, options.http);
+  switch (uri_kind(uri)) {
+    case UriKind::Http: return std::make_unique<HttpStore>(uri, options.http);
+    case UriKind::Bucket: return std::make_unique<BucketStore>(parse_bucket_uri(uri), options.http);
+    case UriKind::Local: break;
+  }
   return std::make_unique<DirectoryStore>(local_path(uri), options.mode);
 }
 

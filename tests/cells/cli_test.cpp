@@ -45,9 +45,9 @@ TEST(CellsCli, InfoGolden) {
   }
   const auto uri = run_cli({"cells", "info", "file://" + small_dir().string()});
   EXPECT_EQ(uri.rc, 0) << uri.err;
-  const auto bad = run_cli({"cells", "info", "gs://bucket/prefix"});
+  const auto bad = run_cli({"cells", "info", "ftp://host/prefix"});
   EXPECT_EQ(bad.rc, 1);
-  EXPECT_EQ(bad.err, "error: unsupported URI scheme gs:// (supported: local paths, file://, http://, https://; s3:// and gs:// are not supported yet)\n");
+  EXPECT_EQ(bad.err, "error: unsupported URI scheme ftp:// (supported: local paths, file://, http://, https://, s3://, gs://)\n");
 }
 
 TEST(CellsCli, VerifyGolden) {

@@ -118,7 +118,7 @@ TEST(DatasetSmall, OutOfRangeCellsAreUsageErrors) {
   std::vector<std::int32_t> small(1);
   const std::vector<std::int64_t> cells{4};
   EXPECT_THROW(ds->get_batch_into(cells, small, small), UsageError);
-  EXPECT_THROW(Dataset::open("gs://bucket/x"), UnsupportedError);
+  EXPECT_THROW(Dataset::open("ftp://host/x"), UnsupportedError);
   EXPECT_THROW(Dataset::open(small_dir().string(), {.io_threads = 0}), UsageError);
 }
 

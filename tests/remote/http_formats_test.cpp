@@ -217,7 +217,7 @@ TEST(HttpDetect, ConvertFromUrlIsNotSupportedYet) {
   TempDir tmp;
   const auto r = run_cli({"tet", "convert", server->url("zagg/tests/data/index/atl03_mini.h5"), (tmp / "x.tet").string()});
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.err.find("converting from HTTP(S) is not supported yet"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("converting from a URL or bucket is not supported yet"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(tmp / "x.tet"));
 }
 

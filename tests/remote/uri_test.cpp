@@ -28,18 +28,23 @@ TEST(Uri, SchemeAndKind) {
   EXPECT_EQ(local_path("rel/x.tet"), "rel/x.tet");
 }
 
-TEST(Uri, S3AndGcsAreNotYetSupported) {
-  for (const std::string uri : {"s3://bucket/x.tet", "gs://bucket/x.tet", "ftp://host/x"}) {
+TEST(Uri, UnknownSchemesAreRefusedAndBucketsAreNotLocal) {
+  for (const std::string uri : {"ftp://host/x", "hdfs://host/x"}) {
     EXPECT_THROW(open_source(uri), UnsupportedError) << uri;
     EXPECT_THROW(open_store(uri), UnsupportedError) << uri;
     EXPECT_THROW(local_path(uri), UnsupportedError) << uri;
   }
+  for (const std::string uri : {"s3://bucket/x.tet", "gs://bucket/x.tet"}) {
+    EXPECT_EQ(uri_kind(uri), UriKind::Bucket) << uri;
+    EXPECT_TRUE(is_remote_uri(uri)) << uri;
+    EXPECT_THROW(local_path(uri), UnsupportedError) << uri;
+  }
   try {
-    open_store("gs://bucket/prefix");
+    open_store("ftp://host/prefix");
     FAIL();
   } catch (const UnsupportedError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "unsupported URI scheme gs:// (supported: local paths, file://, http://, https://; s3:// and gs:// are not supported yet)");
+              "unsupported URI scheme ftp:// (supported: local paths, file://, http://, https://, s3://, gs://)");
   }
 }
 

@@ -28,10 +28,24 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/io/store.hpp"
 
 namespace tessera::io {
+
+// How requests authenticate. Plain HTTP(S) leaves it empty; the bucket backends (io/bucket.hpp)
+// fill it from the user's credentials. None of these values ever appears in a message.
+struct HttpAuth {
+  // libcurl's CURLOPT_AWS_SIGV4 provider, "aws:amz:REGION:s3"; empty: requests are not signed.
+  std::string sigv4{};
+  std::string access_key_id{};
+  std::string secret_access_key{};
+  // Extra request headers, e.g. "x-amz-security-token: …" or "Authorization: Bearer …".
+  std::vector<std::string> headers{};
+  // Added to the message of a 403, e.g. that no credentials were found so the request was unsigned.
+  std::string denied_hint{};
+};
 
 struct HttpOptions {
   // Tries per request in total (the first one included), at least 1. TESSERA_HTTP_RETRIES.
@@ -47,23 +61,39 @@ struct HttpOptions {
   // endpoints); empty: the system store. Verification itself is never turned off.
   // TESSERA_HTTP_CA_BUNDLE.
   std::string ca_file{};
+  HttpAuth auth{};
 };
 
 // The defaults above, overridden by the environment variables named there (UsageError when one
 // is set but is not a positive integer).
 HttpOptions http_options_from_env();
 
+// `s` percent-encoded as RFC 3986 asks of a URL path (`keep_slash`) or a query value: every byte
+// other than A-Z a-z 0-9 - . _ ~ (and '/' in a path) becomes %XX. SigV4 signs exactly this form.
+std::string percent_encode(std::string_view s, bool keep_slash);
+
+// One GET of a whole URL (listings and other documents that are not objects of a store): the body,
+// std::nullopt on 404, IoError on any other failure (with the retries of `options`).
+// `shown` names the document in messages (default: display_url(url)).
+std::optional<std::vector<std::byte>> http_get(const std::string& url, const HttpOptions& options,
+                                               const std::string& shown = {});
+
 // The URL as error messages show it: without `?query`, `#fragment` or `user:password@`.
 std::string display_url(std::string_view url);
 
 // Opens one object (see above). IoError when it does not exist (404), cannot be read, or the
 // server does not answer ranged reads.
-std::unique_ptr<ByteSource> open_http_source(const std::string& url, const HttpOptions& options = http_options_from_env());
+// `shown` is the source's name() and names it in messages (default: display_url(url)); the bucket
+// backends pass the s3:// or gs:// URI the user gave.
+std::unique_ptr<ByteSource> open_http_source(const std::string& url, const HttpOptions& options = http_options_from_env(),
+                                             const std::string& shown = {});
 
 class HttpStore final : public Store {
  public:
   // `base_url` is the prefix the keys are appended to (a trailing '/' is optional).
-  explicit HttpStore(std::string base_url, HttpOptions options = http_options_from_env());
+  // `display_name` is the store's name() (default: display_url of the base); objects are named
+  // name() + "/" + key in messages.
+  explicit HttpStore(std::string base_url, HttpOptions options = http_options_from_env(), std::string display_name = {});
   std::unique_ptr<ByteSource> open(const std::string& key) const override;
   bool exists(const std::string& key) const override;
   std::vector<std::string> list(const std::string& prefix) const override;
@@ -79,10 +109,11 @@ class HttpStore final : public Store {
   DirListing list_dir(const std::string& prefix) const override;
   void erase_prefix(const std::string& prefix) override;
 
-  // base/key plus the base's query string (keys are checked with is_valid_key).
+  // base/key (percent-encoded) plus the base's query string (keys are checked with is_valid_key).
   std::string url_of(const std::string& key) const;
 
  private:
+  std::string shown_of(const std::string& key) const;
   std::string base_;   // ends with '/'
   std::string query_;  // "?…" of the base URL, appended to every object URL (or empty)
   std::string name_;  // display_url of the base, without the trailing '/'

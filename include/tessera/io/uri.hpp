@@ -2,9 +2,8 @@
 // ByteSource (single-file formats such as `.tet`) or a Store (directory formats: deltacells
 // datasets, Zarr stores, hive leaves).
 //
-// Accepted: plain local paths, `file://PATH`, `http://…` and `https://…` (docs/remote.md).
-// `s3://` and `gs://` are recognised and refused with UnsupportedError (next phase), as is any
-// other scheme. A scheme is `[A-Za-z][A-Za-z0-9+.-]*` followed by `://`; anything else is a path.
+// Accepted: plain local paths, `file://PATH`, `http://…`, `https://…`, `s3://bucket/key` and
+// `gs://bucket/key` (docs/remote.md); any other scheme is refused with UnsupportedError. A scheme is `[A-Za-z][A-Za-z0-9+.-]*` followed by `://`; anything else is a path.
 //
 // Thread-safety: the functions are reentrant; what they return follows the contract of its type
 // (ByteSource and Store reads may be called concurrently). Lifetime: the returned objects own
@@ -26,15 +25,16 @@ struct OpenOptions {
   HttpOptions http = http_options_from_env();
 };
 
-enum class UriKind { Local, Http };
+enum class UriKind { Local, Http, Bucket };
 
 // The scheme of `uri` in lower case ("" for a plain path, "file", "http", …).
 std::string uri_scheme(std::string_view uri);
 
-// Local for paths and file://, Http for http(s)://; UnsupportedError naming the scheme otherwise.
+// Local for paths and file://, Http for http(s)://, Bucket for s3:// and gs://; UnsupportedError
+// naming the scheme otherwise.
 UriKind uri_kind(std::string_view uri);
 
-// True for http:// and https:// inputs (no backend is contacted).
+// True for http://, https://, s3:// and gs:// inputs (no backend is contacted).
 bool is_remote_uri(std::string_view uri);
 
 // The filesystem path of a plain path or `file://` URI. UnsupportedError for any other scheme
@@ -44,10 +44,12 @@ std::string local_path(std::string_view uri);
 // The message of the UnsupportedError for an input whose scheme no backend handles.
 std::string unsupported_scheme_text(std::string_view scheme);
 
-// A source over the object `uri` names: open_file for local inputs, open_http_source for HTTP(S).
+// A source over the object `uri` names: open_file for local inputs, open_http_source for HTTP(S),
+// open_bucket_source for buckets.
 std::unique_ptr<ByteSource> open_source(const std::string& uri, const OpenOptions& options = {});
 
-// A store rooted at `uri`: DirectoryStore for local inputs, HttpStore for HTTP(S).
+// A store rooted at `uri`: DirectoryStore for local inputs, HttpStore for HTTP(S), BucketStore
+// for buckets.
 std::unique_ptr<Store> open_store(const std::string& uri, const OpenOptions& options = {});
 
 // UsageError "writing to URI is not supported yet (write to a local path)" when `uri` is not a

@@ -10,6 +10,7 @@ import re
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import tessera
@@ -93,15 +94,35 @@ def test_cells_commands_read_a_bucket_like_a_directory(s3, conformance):
     same_as_local(s3, conformance, ["cells", "info"], "deltacells/tiles/basic_5x10_2chunks.dct")
 
 
-def test_cells_open_reads_rows_and_obs(s3, conformance, monkeypatch):
+def test_cells_open_reads_rows_and_obs(s3, monkeypatch, tmp_path):
+    import anndata
+    import scipy.sparse
+
+    rng = np.random.default_rng(7)
+    counts = scipy.sparse.random(600, 30, density=0.2, format="csr", random_state=7, dtype=np.float32)
+    counts.data = np.ceil(counts.data * 20)
+    obs = pd.DataFrame({"cell_type": pd.Categorical(rng.choice(["T", "B", "NK"], 600)),
+                        "age": rng.integers(20, 80, 600)}, index=[f"c{i}" for i in range(600)])
+    (tmp_path / "runs").mkdir()
+    anndata.AnnData(X=counts, obs=obs).write_h5ad(tmp_path / "runs" / "r1.h5ad")
+    run(["cells", "convert", "--h5ad-glob", str(tmp_path / "runs" / "*.h5ad"), "--output", str(tmp_path / "ds"),
+         "--tile-size", "200", "--quiet"], s3_env(s3.url))
+    upload_tree(boto3_client(s3.url), BUCKET, tmp_path / "ds", "generated/with_obs")
     for k, v in s3_env(s3.url).items():
         monkeypatch.setenv(k, v)
-    monkeypatch.setenv("HOME", str(conformance.parent))  # the obs cache lives under $HOME; keep it out of the user's
-    with tessera.cells.open(conformance / "deltacells" / "dataset_small") as a, \
-            tessera.cells.open(f"s3://{BUCKET}/deltacells/dataset_small") as b:
+    local_cache, remote_cache = tmp_path / "local-cache", tmp_path / "remote-cache"
+    with tessera.cells.open(tmp_path / "ds", cache_dir=local_cache) as a, \
+            tessera.cells.open(f"s3://{BUCKET}/generated/with_obs", cache_dir=remote_cache) as b:
         assert (b.n_cells, b.n_genes) == (a.n_cells, a.n_genes)
         rows = list(range(a.n_cells))[::-1]
         np.testing.assert_array_equal(b.get_batch(rows).toarray(), a.get_batch(rows).toarray())
+        # obs columns localize from the bucket into a cache keyed by the obs fingerprint (spec
+        # §6.9), the same directory name a local copy of the dataset uses.
+        columns = ["cell_type", "age"]
+        a.obs.localize(columns)
+        b.obs.localize(columns)
+        pd.testing.assert_frame_equal(b.obs.take(rows, columns), a.obs.take(rows, columns))
+        assert sorted(p.name for p in remote_cache.iterdir()) == sorted(p.name for p in local_cache.iterdir())
 
 
 def test_ragged_reads_and_the_listing_commands_work_on_a_bucket(s3, conformance):

@@ -152,7 +152,9 @@ make_fixtures() {
       gsub(/,/, "", $2); if ($2 + 0 > best) { best = $2 + 0; pick = leaf } leaf = "" } END { print pick }' "$FX/storeA.json")"
   FX_CELL=0
   for i in $(seq 0 97 4095); do
-    if "$TESSERA" ragged cell "$FX/storeA/$FX_LEAF" 14/h_tdigest "$i" 2>/dev/null | grep -q '"morton": "'; then FX_CELL=$i; break; fi
+    # Captured, not piped into `grep -q`: under pipefail an early grep exit fails the pipeline.
+    cell_json="$("$TESSERA" ragged cell "$FX/storeA/$FX_LEAF" 14/h_tdigest "$i" 2>/dev/null || true)"
+    if [[ "$cell_json" == *'"morton": "'* ]]; then FX_CELL=$i; break; fi
   done
   if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import h5py, numpy' 2>/dev/null; then
     /usr/bin/python3 - "$FX" <<'PY' || ok=0

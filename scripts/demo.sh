@@ -83,7 +83,10 @@ with h5py.File("climate.h5", "w") as f:
 tessera tet convert climate.h5 climate.tet
 tessera tet info climate.tet --metadata
 tessera tet export climate.tet climate.zarr
-tessera info climate.zarr | head -n 12
+# Outputs are saved before being shortened: `tessera … | head` under pipefail fails the demo
+# whenever head exits before tessera has written everything (SIGPIPE).
+tessera info climate.zarr > climate_zarr_info.txt
+head -n 12 climate_zarr_info.txt
 echo "  …"
 
 section "deltacells: convert a generated AnnData file with obs, describe, verify, fetch a filtered batch"
@@ -120,7 +123,8 @@ leaf="hive/4/3/3/1/4/2/1/3/2/1/4331421321.zarr"
 section "describe the hive and its leaf"
 tessera ragged info hive --list-leaves > hive.json
 sed -n '/"leaves"/,$p' hive.json
-tessera info "$leaf" | head -n 30
+tessera info "$leaf" > leaf_info.txt
+head -n 30 leaf_info.txt
 echo "  …"
 
 section "verify the leaf: every node, chunk, gate and morton word"
@@ -128,7 +132,9 @@ tessera verify "$leaf" --text
 
 section "decode one populated cell (2 ranged reads: shard index, then one inner chunk)"
 for index in $(seq 1000 37 4095); do
-  if ! "$tessera_bin" ragged cell "$leaf" 15/h_tdigest "$index" | grep -q '"rows": \[\]'; then break; fi
+  # Captured first: piping into `grep -q` can kill the writer with SIGPIPE, which pipefail reports.
+  cell_json="$("$tessera_bin" ragged cell "$leaf" 15/h_tdigest "$index")"
+  if [[ "$cell_json" != *'"rows": []'* ]]; then break; fi
 done
 tessera ragged cell "$leaf" 15/h_tdigest "$index" > cell.json
 head -n 14 cell.json; echo "    …"; tail -n 3 cell.json
@@ -166,15 +172,18 @@ with open("points.csv", "w") as f:
 head -n 3 points.csv
 tessera ragged build --input points.csv --out built --value-col h --time-col t --time-format unix-ns \
   --located --stats --cell-order 14 --shard-order 8 --delta 64 > build.json
-grep -v '"combined_hash"' build.json | head -n 20; echo "  …"
+grep -v '"combined_hash"' build.json > build_summary.json || true
+head -n 20 build_summary.json; echo "  …"
 built_leaf="built/$(/usr/bin/python3 -c 'import json; print(json.load(open("build.json"))["leaves"][0]["leaf"])')"
 
 section "read the built leaf back: verify it, decode a cell with its companions, check its hashes"
 tessera verify "$built_leaf" --text | tail -n 3
 for index in $(seq 0 7 4095); do
-  if ! "$tessera_bin" ragged cell "$built_leaf" 14/h_tdigest "$index" | grep -q '"rows": \[\]'; then break; fi
+  cell_json="$("$tessera_bin" ragged cell "$built_leaf" 14/h_tdigest "$index")"
+  if [[ "$cell_json" != *'"rows": []'* ]]; then break; fi
 done
-tessera ragged cell "$built_leaf" 14/h_tdigest "$index" --companions | head -n 12; echo "    …"
+tessera ragged cell "$built_leaf" 14/h_tdigest "$index" --companions > cell_companions.json
+head -n 12 cell_companions.json; echo "    …"
 tessera ragged hashes "$built_leaf" --verify
 
 section "the same data from Python: tessera.tet, tessera.cells, tessera.ragged"

@@ -88,7 +88,9 @@ expect_clean_error() {
   local cat=$1 fmt=$2 pattern=$3
   note "$cat" "$fmt" runs
   classify "$cat" "$fmt" "$RC" "$RUN_ERR" || return 1
-  if [ "$RC" -ne 1 ] || ! cat "$RUN_ERR" "$RUN_OUT" | grep -qiE "$pattern"; then
+  # grep reads the files itself: `cat … | grep -q` fails under pipefail whenever grep matches
+  # before cat has written everything (cat then dies of SIGPIPE), which load makes likely.
+  if [ "$RC" -ne 1 ] || ! grep -qiE "$pattern" "$RUN_ERR" "$RUN_OUT"; then
     finding "$cat" "$fmt" failures "$CMD_TEXT: expected exit 1 with /$pattern/, got exit $RC" "$RUN_ERR"
     return 1
   fi

@@ -268,6 +268,15 @@ RunResult run_cli(const std::vector<std::string>& args, const RunOptions& option
   return run_process(argv, options);
 }
 
+long rss_above_idle_cli_kib(const RunResult& run) {
+  static const long idle = [] {
+    const RunResult r = run_cli({"--version"});
+    if (r.rc != 0) throw std::runtime_error("tessera --version failed: " + r.err);
+    return r.peak_rss_kib;
+  }();
+  return run.peak_rss_kib > idle ? run.peak_rss_kib - idle : 0;
+}
+
 bool have_python_numpy() {
   static const bool available = [] {
     std::error_code ec;

@@ -89,6 +89,12 @@ RunResult run_process(const std::vector<std::string>& argv, const RunOptions& op
 // Runs the tessera CLI built alongside the tests.
 RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options = {});
 
+// What a CLI run's peak RSS adds to the CLI's own start-up footprint (`tessera --version`,
+// measured once per test process), in KiB; 0 when below it. Memory bounds are asserted on this,
+// not on the absolute peak, because the build decides the footprint (a sanitized binary maps
+// over 100 MB before doing anything).
+long rss_above_idle_cli_kib(const RunResult& run);
+
 // Starts argv[0] with stdin, stdout and stderr on /dev/null and returns at once with its pid
 // (for tests that stop, kill or race the child); `wait_process` collects it.
 pid_t start_process(const std::vector<std::string>& argv, const RunOptions& options = {});

@@ -1,4 +1,4 @@
-// `tessera tet convert INPUT OUTPUT.tet [--jobs N]` (spec tet.md §6.6): HDF5, NetCDF or Zarr v3 →
+// `tessera tet convert INPUT OUTPUT.tet [--jobs N] [--keep-fill]` (spec tet.md §6.6): HDF5, NetCDF or Zarr v3 →
 // `.tet`. The report goes to stdout after an empty line; a progress bar goes to stderr, and only
 // when stderr is a terminal, so redirected output stays exactly the report.
 #include <fmt/core.h>
@@ -18,6 +18,7 @@ struct ConvertArgs {
   std::string input;
   std::string output;
   unsigned jobs = 0;
+  bool keep_fill = false;
 };
 
 // One carriage-return-refreshed line: `convert [#####.....]  40/144 chunks  primary/f32`.
@@ -37,9 +38,12 @@ void register_tet_convert(CLI::App& tet, int& rc) {
   cmd->add_option("OUTPUT", args->output, "Output .tet file (written atomically)")->required();
   cmd->add_option("--jobs,-j", args->jobs, "Parallel tile readers (0 = available parallelism, at most 64)")
       ->check(integer_at_least(0));
+  cmd->add_flag("--keep-fill", args->keep_fill,
+                "Keep float values equal to _FillValue / missing_value (default: they become NaN, as xarray reads them)");
   cmd->callback([args, &rc] {
     interop::ConvertOptions options;
     options.jobs = args->jobs;
+    options.keep_fill = args->keep_fill;
     const bool tty = ::isatty(STDERR_FILENO) == 1;
     if (tty) options.progress = draw_progress;
     interop::ConvertReport report;

@@ -2,7 +2,9 @@
 // exactly: the product and sum are taken in f64 (no fused multiply-add: the build uses
 // -ffp-contract=off) and rounded once to the output type; f32 storage matches the fill by bit
 // pattern or within max(1e-6, 1e-6·|fill|) in f32 arithmetic, f64 storage within the same
-// tolerance (NaN matching a NaN fill), integer storage only when equal.
+// tolerance (NaN matching a NaN fill), integer storage only when equal. Unpacked float arrays
+// with `_FillValue` / `missing_value` are masked the way xarray masks them (exact equality in the
+// stored type); that is tessera's choice, not the reference's (docs/compat.md).
 #include "convert_values.hpp"
 
 #include <algorithm>
@@ -59,7 +61,36 @@ void cf_decode(const SourceArray& array, std::span<const std::byte> in, std::spa
   });
 }
 
+// Elements equal to a missing value (in the stored type; a NaN entry matches NaN) become NaN;
+// every other element keeps its bits (no arithmetic, so -0.0 stays -0.0).
+template <typename T>
+void mask_missing(const SourceArray& array, std::span<const std::byte> in, std::span<std::byte> out) {
+  std::vector<T> values;
+  bool nan_is_missing = false;
+  for (const double v : array.missing->values) {
+    if (std::isnan(v)) nan_is_missing = true;
+    else values.push_back(static_cast<T>(v));
+  }
+  const std::size_t n = in.size() / sizeof(T);
+  for (std::size_t i = 0; i < n; ++i) {
+    const T v = load_le<T>(in.data() + i * sizeof(T));
+    bool missing = nan_is_missing && std::isnan(v);
+    for (const T m : values) missing = missing || v == m;
+    store_le<T>(out.data() + i * sizeof(T), missing ? std::numeric_limits<T>::quiet_NaN() : v);
+  }
+}
+
 }  // namespace
+
+std::optional<MissingValues> missing_values_of(const SourceArray& array, const std::vector<double>& fill_value,
+                                               const std::vector<double>& missing_value) {
+  if (array.cf || (array.stored != DType::F32 && array.stored != DType::F64)) return std::nullopt;
+  MissingValues m;
+  m.values = fill_value;
+  m.values.insert(m.values.end(), missing_value.begin(), missing_value.end());
+  if (m.values.empty()) return std::nullopt;
+  return m;
+}
 
 DType target_dtype(const SourceArray& array) {
   if (array.cf) {
@@ -74,7 +105,7 @@ DType target_dtype(const SourceArray& array) {
 }
 
 bool needs_conversion(const SourceArray& array) {
-  return array.cf.has_value() || array.stored == DType::I8 || array.stored == DType::Bool;
+  return array.cf.has_value() || array.missing.has_value() || array.stored == DType::I8 || array.stored == DType::Bool;
 }
 
 void convert_values(const SourceArray& array, std::string_view path, std::span<const std::byte> in,
@@ -82,6 +113,11 @@ void convert_values(const SourceArray& array, std::string_view path, std::span<c
   if (array.cf) {
     if (target_dtype(array) == DType::F64) cf_decode<double>(array, in, out);
     else cf_decode<float>(array, in, out);
+    return;
+  }
+  if (array.missing) {
+    if (array.stored == DType::F64) mask_missing<double>(array, in, out);
+    else mask_missing<float>(array, in, out);
     return;
   }
   switch (array.stored) {

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
+#include <vector>
 #include <string_view>
 
 #include "tessera/core/dtype.hpp"
@@ -15,6 +17,12 @@ namespace tessera::interop::detail {
 
 // The `.tet` element type an array is written as.
 DType target_dtype(const SourceArray& array);
+
+// The MissingValues of a float array without packing from its `_FillValue` and `missing_value`
+// attributes (each given as its numbers; empty when absent); nullopt when there are none or the
+// array is not stored as f32/f64.
+std::optional<MissingValues> missing_values_of(const SourceArray& array, const std::vector<double>& fill_value,
+                                               const std::vector<double>& missing_value);
 
 // Whether elements need converting at all (false: the stored bytes are the `.tet` bytes).
 bool needs_conversion(const SourceArray& array);

@@ -19,6 +19,7 @@
 
 #include "hdf5_chunk.hpp"
 #include "hdf5_handle.hpp"
+#include "convert_values.hpp"
 #include "import_metadata.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
@@ -104,6 +105,21 @@ std::optional<Number> attribute_number(hid_t object, const std::string& name) {
     return std::nullopt;
   }
   return n;
+}
+
+// A numeric attribute of 1 to 16 elements as doubles (CF `missing_value` may be a list); empty
+// when absent or not numeric.
+std::vector<double> attribute_numbers(hid_t object, const std::string& name) {
+  auto a = open_attribute(object, name);
+  if (!a || a->points < 1 || a->points > 16) return {};
+  const H5T_class_t cls = H5Tget_class(a->type.get());
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT) return {};
+  std::vector<double> values(static_cast<std::size_t>(a->points));
+  if (H5Aread(a->attr.get(), H5T_NATIVE_DOUBLE, values.data()) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return {};
+  }
+  return values;
 }
 
 // ---- the source ----------------------------------------------------------------------------
@@ -220,6 +236,7 @@ class Hdf5Source final : public ArraySource {
         array.cf = cf;
       }
     }
+    array.missing = detail::missing_values_of(array, attribute_numbers(ds, "_FillValue"), attribute_numbers(ds, "missing_value"));
     if (const auto list = attribute_text(ds, "coordinates")) add_coordinates(*list, array.metadata);
     arrays_.push_back(std::move(array));
     auto direct = h5::DirectChunks::plan(dataset.get(), element->memory.get(), arrays_.back().shape);

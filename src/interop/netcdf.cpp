@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "convert_values.hpp"
 #include "import_metadata.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
@@ -151,6 +152,8 @@ class NetCdfSource final : public ArraySource {
                                                  [&](const std::string& n) { return attribute_text(group, id, n); });
     array.metadata.dim_names = detail::limited_dim_names(std::move(dim_names));
     array.cf = cf_packing(group, id, *stored);
+    array.missing = detail::missing_values_of(array, attribute_numbers(group, id, "_FillValue"),
+                                              attribute_numbers(group, id, "missing_value"));
     if (array.shape.size() == 1 && detail::label_count_ok(array.shape[0]) && detail::valid_footer_string(leaf)) {
       std::vector<std::byte> values(checked_size(array.shape[0] * dtype_size(*stored)));
       if (nc_get_var(group, id, values.data()) == NC_NOERR)
@@ -222,6 +225,17 @@ class NetCdfSource final : public ArraySource {
     double v = 0;
     if (nc_get_att_double(group, id, name, &v) != NC_NOERR) return std::nullopt;
     return std::pair{v, type == NC_DOUBLE};
+  }
+
+  // A numeric attribute of 1 to 16 elements as doubles (CF `missing_value` may be a list); empty
+  // when absent or not numeric.
+  static std::vector<double> attribute_numbers(int group, int id, const char* name) {
+    nc_type type = NC_NAT;
+    std::size_t len = 0;
+    if (nc_inq_att(group, id, name, &type, &len) != NC_NOERR || len < 1 || len > 16 || !element_type(type)) return {};
+    std::vector<double> values(len);
+    if (nc_get_att_double(group, id, name, values.data()) != NC_NOERR) return {};
+    return values;
   }
 
   static std::optional<CfPacking> cf_packing(int group, int id, DType stored) {

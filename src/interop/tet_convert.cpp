@@ -84,10 +84,10 @@ std::uint64_t resolve_unit_bytes(std::uint64_t requested, int jobs) {
 // elements to the `.tet` type on the way.
 class UnitReader {
  public:
-  UnitReader(const ArraySource& source, std::size_t index, DType target)
+  UnitReader(const ArraySource& source, std::size_t index, DType target, bool keep_fill)
       : source_(source),
         index_(index),
-        array_(source.arrays()[index]),
+        array_(as_converted(source.arrays()[index], keep_fill)),
         stored_size_(dtype_size(array_.stored)),
         target_size_(dtype_size(target)),
         convert_(detail::needs_conversion(array_)) {}
@@ -110,9 +110,16 @@ class UnitReader {
   }
 
  private:
+  // The array as this conversion treats it: without its missing values when they are kept.
+  static SourceArray as_converted(const SourceArray& array, bool keep_fill) {
+    SourceArray out = array;
+    if (keep_fill) out.missing.reset();
+    return out;
+  }
+
   const ArraySource& source_;
   std::size_t index_;
-  const SourceArray& array_;
+  SourceArray array_;
   std::size_t stored_size_, target_size_;
   bool convert_;
   tbb::enumerable_thread_specific<std::vector<std::byte>> scratch_;  // stored elements, per worker
@@ -169,7 +176,7 @@ void stream_datasets(const ArraySource& source, const std::vector<ConvertPlan>& 
       std::size_t k = 0;
       for (std::size_t i = 0; i < arrays.size(); ++i) {
         const DType target = plans[i].dtype;
-        UnitReader reader(source, i, target);
+        UnitReader reader(source, i, target, options.keep_fill);
         detail::TilePieces pieces(arrays[i], plans[i].chunk_shape,
                                   std::max(dtype_size(arrays[i].stored), dtype_size(target)), dtype_size(target),
                                   unit_bytes, piece_bytes);

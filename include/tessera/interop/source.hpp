@@ -32,12 +32,20 @@ struct CfPacking {
   bool double_precision = false;
 };
 
+// The CF missing values of an unpacked float array: its `_FillValue` and `missing_value`
+// entries. On import, elements equal to one of them (compared in the stored type, as xarray's
+// mask_and_scale compares them) become NaN, unless the conversion keeps fill values.
+struct MissingValues {
+  std::vector<double> values;
+};
+
 struct SourceArray {
   std::string name;                         // group path joined with '/', e.g. "primary/f32"
   DType stored = DType::F32;                // element type the reader delivers
   std::vector<std::uint64_t> shape;         // rank 1..8, no zero extent
   std::vector<std::uint64_t> chunk_shape;   // source chunking (same rank); empty = unchunked
   std::optional<CfPacking> cf;
+  std::optional<MissingValues> missing;     // float storage without packing only
   tet::DatasetMetadata metadata;            // attrs, dim_names and coords imported from the source
 };
 

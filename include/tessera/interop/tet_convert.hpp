@@ -36,6 +36,9 @@ struct ConvertOptions {
   // TESSERA_TET_CONVERT_UNIT_BYTES (a decimal byte count, for tests and benchmarks) when set,
   // else 2 MiB per job, at least 4 MiB and at most 64 MiB. The output bytes do not depend on it.
   std::uint64_t unit_bytes = 0;
+  // Keep the stored values of unpacked float arrays that equal their `_FillValue` /
+  // `missing_value` (the reference's output) instead of writing NaN (`--keep-fill`).
+  bool keep_fill = false;
 };
 
 inline constexpr unsigned kMaxConvertJobs = 64;

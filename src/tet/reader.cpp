@@ -239,6 +239,9 @@ std::span<const std::byte> stored_payload(const io::ByteSource& source, const Ch
   return staging;
 }
 
+// A chunk whose bytes were read but do not decode is a FormatError naming the chunk; a failed read
+// stays the IoError it is (callers treat the two differently: `verify` reports the first as a
+// damaged chunk and stops on the second).
 [[noreturn]] void rethrow_as_chunk_error(const io::ByteSource& source, std::uint64_t entry_index, const Error& err) {
   throw FormatError("chunk " + std::to_string(entry_index) + ": " + err.what(), source.name(), "chunk payload");
 }
@@ -256,6 +259,8 @@ void decode_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std
       return;
     }
     codec::zstd_decompress_into(stored_payload(source, e), dst);
+  } catch (const IoError&) {
+    throw;  // the bytes could not be read (a disk or a network failure): not a damaged chunk
   } catch (const Error& err) {
     rethrow_as_chunk_error(source, entry_index, err);
   }
@@ -273,6 +278,8 @@ void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std:
   }
   try {
     codec::zstd_check_decoded_length(stored_payload(source, e), e.raw_byte_len);
+  } catch (const IoError&) {
+    throw;
   } catch (const Error& err) {
     rethrow_as_chunk_error(source, entry_index, err);
   }

@@ -7,8 +7,7 @@ truncated bodies, stalls and latency.
   proxy confirms that every planned fault was injected.
 - More faults than tries end in one IoError naming the object's URL, the cause and
   "attempt N of N, giving up"; 403 and 404 end at the first answer (the proxy sees one request).
-  A failure while reading a `.tet` chunk arrives wrapped in a FormatError: the last test marks
-  that as a known defect (strict xfail), the others check the message it carries.
+  A failed read of a `.tet` chunk stays an IoError (a network failure is not a damaged file).
 - An object replaced between two reads of an open `.tet` file is refused ("object changed while
   reading"), whether the server honours If-Match or ignores it.
 - A stalled server is cut by TESSERA_HTTP_LOW_SPEED_TIME; those cases run in a child process with
@@ -169,9 +168,8 @@ def test_a_burst_longer_than_the_tries_at_open_is_one_error(proxy, monkeypatch, 
 
 
 def read_error(read):
-    """The tessera error `read()` raises (a mid-read failure of a `.tet` chunk: see
-    test_a_transport_error_mid_read_of_a_tet_chunk_is_an_io_error for its type)."""
-    with pytest.raises(tessera.Error) as err:
+    """The message of the IoError `read()` raises."""
+    with pytest.raises(tessera.IoError) as err:
         read()
     return str(err.value)
 
@@ -337,11 +335,8 @@ def test_cli_tet_info_json_through_a_503_burst(proxy, conformance):
     assert a == b
 
 
-# ---- known defect -------------------------------------------------------------------------------
+# ---- a failed chunk read is an IoError, not a damaged chunk -----------------------------------
 
-@pytest.mark.xfail(strict=True, raises=tessera.FormatError, reason="a .tet chunk read rethrows every tessera::Error, IoError included, as "
-                   "FormatError 'chunk payload: chunk N: ...' (src/tet/reader.cpp, rethrow_as_chunk_error), "
-                   "so a failed request mid-read is reported as a damaged file")
 @pytest.mark.parametrize("fault", ["503 burst", "403", "replaced"])
 def test_a_transport_error_mid_read_of_a_tet_chunk_is_an_io_error(proxy, origin, monkeypatch, tmp_path, fault):
     monkeypatch.setenv("TESSERA_HTTP_RETRIES", "2")

@@ -1,5 +1,7 @@
 #include "nginx_server.hpp"
 
+#include "tessera/io/http.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -141,13 +143,22 @@ NginxServer* conformance_server() {
 }
 
 std::size_t NginxServer::requests_for(const std::string& relative) const {
-  std::size_t n = 0;
+  static int markers = 0;
+  const std::string marker = "log-marker-" + std::to_string(++markers);
+  io::HttpOptions options;
+  options.attempts = 1;
+  (void)io::HttpStore(url(), options).exists(marker);  // a 404, logged after everything before it
   std::string log;
-  try {
-    log = read_file_text(scratch_ / "access.log");
-  } catch (const std::exception&) {
-    return 0;
+  for (int i = 0; i < 10'000; ++i) {  // bounded: 10 s at most
+    try {
+      log = read_file_text(scratch_ / "access.log");
+    } catch (const std::exception&) {
+      log.clear();
+    }
+    if (log.find(" /" + marker + " HTTP/") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  std::size_t n = 0;
   const std::string needle = " /" + relative + " HTTP/";
   for (auto at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
   return n;

@@ -34,8 +34,10 @@ class NginxServer {
   std::filesystem::path ca_file() const { return scratch_ / "cert.pem"; }
   // http://127.0.0.1:PORT/relative (relative without a leading '/').
   std::string url(const std::string& relative = "") const;
-  // Requests for /relative in the access log so far (any method). `/status/503`, `/status/429`
-  // and `/status/403` always answer with that status.
+  // Requests for /relative in the access log so far (any method). nginx logs a request after
+  // answering it, so this first sends a marker request and waits until the marker is logged:
+  // nginx serves one request at a time here, so every earlier request is logged by then.
+  // `/status/503`, `/status/429` and `/status/403` always answer with that status.
   std::size_t requests_for(const std::string& relative) const;
 
  private:

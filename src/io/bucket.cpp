@@ -298,13 +298,13 @@ DirListing BucketStore::list_dir(const std::string& prefix) const {
 }
 
 void BucketStore::put(const std::string& key, std::span<const std::byte>) {
-  throw UsageError("writing to " + name_ + "/" + key + " is not supported yet (write to a local path)", name_);
+  refuse_remote_write(name_ + "/" + key);
 }
 void BucketStore::erase(const std::string& key) {
-  throw UsageError("writing to " + name_ + "/" + key + " is not supported yet (write to a local path)", name_);
+  refuse_remote_write(name_ + "/" + key);
 }
 void BucketStore::erase_prefix(const std::string& prefix) {
-  throw UsageError("writing to " + name_ + "/" + prefix + " is not supported yet (write to a local path)", name_);
+  refuse_remote_write(name_ + "/" + prefix);
 }
 
 }  // namespace tessera::io

@@ -387,6 +387,10 @@ std::string display_url(std::string_view url) {
   return std::string(s);
 }
 
+void refuse_remote_write(const std::string& target) {
+  throw UsageError("writing to " + target + " is not supported yet (write to a local path)", target);
+}
+
 std::string percent_encode(std::string_view s, bool keep_slash) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
@@ -520,15 +524,15 @@ DirListing HttpStore::list_dir(const std::string& prefix) const {
 }
 
 void HttpStore::put(const std::string& key, std::span<const std::byte>) {
-  throw UsageError("writing to " + name_ + "/" + key + " is not supported yet (write to a local path)", name_);
+  refuse_remote_write(name_ + "/" + key);
 }
 
 void HttpStore::erase(const std::string& key) {
-  throw UsageError("writing to " + name_ + "/" + key + " is not supported yet (write to a local path)", name_);
+  refuse_remote_write(name_ + "/" + key);
 }
 
 void HttpStore::erase_prefix(const std::string& prefix) {
-  throw UsageError("writing to " + name_ + "/" + prefix + " is not supported yet (write to a local path)", name_);
+  refuse_remote_write(name_ + "/" + prefix);
 }
 
 }  // namespace tessera::io

@@ -71,7 +71,7 @@ std::unique_ptr<Store> open_store(const std::string& uri, const OpenOptions& opt
 std::string local_output_path(std::string_view uri) {
   const std::string scheme = uri_scheme(uri);
   if (!scheme.empty() && scheme != "file")
-    throw UsageError("writing to " + display_url(uri) + " is not supported yet (write to a local path)", display_url(uri));
+    refuse_remote_write(display_url(uri));
   return local_path(uri);
 }
 

@@ -78,6 +78,10 @@ std::string percent_encode(std::string_view s, bool keep_slash);
 std::optional<std::vector<std::byte>> http_get(const std::string& url, const HttpOptions& options,
                                                const std::string& shown = {});
 
+// UsageError "writing to TARGET is not supported yet (write to a local path)": every remote store
+// and output refuses writes with it.
+[[noreturn]] void refuse_remote_write(const std::string& target);
+
 // The URL as error messages show it: without `?query`, `#fragment` or `user:password@`.
 std::string display_url(std::string_view url);
 

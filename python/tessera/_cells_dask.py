@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _uri
 from . import cells as _cells
 from ._tessera import UsageError
 
@@ -87,7 +88,9 @@ def to_dask(path: "_cells.PathLike", *, values: str = "float32", **options: Any)
     with _cells.Dataset(path, **options) as ds:
         tile_cells = tuple(int(c) for c in ds.tile_cells)
         n_genes = ds.n_genes
-    stamp = os.stat(os.path.join(path, "manifest.json")).st_mtime_ns if os.path.isdir(path) else 0
+    # A local dataset's version is its manifest's mtime; a remote one's manifest was read at open.
+    local = None if _uri.is_remote(path) else _uri.local_path(path)
+    stamp = os.stat(os.path.join(local, "manifest.json")).st_mtime_ns if local and os.path.isdir(local) else 0
     name = "tessera-cells-" + tokenize(path, stamp, opts, values)
     graph = {(name, t, 0): (_load_tile, path, stamp, opts, t, values) for t in range(len(tile_cells))}
     hlg = HighLevelGraph.from_collections(name, graph, dependencies=())

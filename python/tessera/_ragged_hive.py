@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from . import _cli, _tessera
+from . import _cli, _tessera, _uri
 from ._tessera import UsageError
 from .ragged import Leaf, PathLike, Word, _as_path, _leaf_of, to_decimal
 
@@ -55,9 +55,14 @@ def leaf_path(root: PathLike, shard: Word, window: str = "") -> str:
     return _tessera.ragged_leaf_path(decimal, grouping, window)
 
 
-def _walk(root: _pathlib.Path) -> list[_pathlib.Path]:
+def _join(root: str, rel: str) -> str:
+    """`rel` below `root`: '/'-joined for a URL or bucket prefix, os.path-joined for a directory."""
+    return root.rstrip("/") + "/" + rel if _uri.is_remote(root) else _os.path.join(root, rel)
+
+
+def _walk(root: str) -> list[str]:
     """Spec §4.7 step 4, the library's walk (the CLI's `ragged info --list-leaves` uses the same)."""
-    return [root / path for path, _shard, _committed in _tessera.ragged_walk_leaves(str(root))]
+    return [_join(root, path) for path, _shard, _committed in _tessera.ragged_walk_leaves(root)]
 
 
 def leaves(root: PathLike, *, method: str = "auto") -> list[str]:
@@ -68,33 +73,36 @@ def leaves(root: PathLike, *, method: str = "auto") -> list[str]:
     usable one and a ``morton-hive/1`` manifest, else walks. Leaves without a ``complete: true``
     stamp (debris, builds in progress) are left out either way.
     """
-    root_path = _pathlib.Path(_as_path(root))
+    root_path = _as_path(root)
+    if not _uri.is_remote(root_path):
+        root_path = str(_pathlib.Path(root_path))  # normalised as before: no trailing '/', no '.'
     m = manifest(root_path)
     if m is None:
         raise UsageError(f"{root_path}: not a morton-hive store (no morton_hive.json)")
     if method not in ("auto", "moc", "walk"):
         raise UsageError(f"method must be 'auto', 'moc' or 'walk', got {method!r}")
-    candidates: list[_pathlib.Path] = []
+    candidates: list[str] = []
     moc = root_coverage(root_path) if method != "walk" else None
     if method == "moc" and moc is None:
         raise UsageError(f"{root_path}: no usable root coverage.moc")
     if moc is not None and (method == "moc" or m["spec"] == "morton-hive/1"):
         for word in moc["shards"]:
-            candidates.append(root_path / _tessera.ragged_leaf_path(to_decimal(word), m["path_grouping"], ""))
+            candidates.append(_join(root_path, _tessera.ragged_leaf_path(to_decimal(word), m["path_grouping"], "")))
     else:
         candidates = _walk(root_path)
 
-    def shard_key(p: _pathlib.Path):
-        word = _tessera.ragged_shard_of_basename(p.name)
-        return (word is None, word or 0, p.name)
+    def shard_key(p: str):
+        name = p.rstrip("/").rsplit("/", 1)[-1]
+        word = _tessera.ragged_shard_of_basename(name)
+        return (word is None, word or 0, name)
 
     out = []
     for leaf in sorted(candidates, key=shard_key):
-        if not leaf.is_dir():
+        if not _uri.is_remote(leaf) and not _os.path.isdir(leaf):
             continue
-        stamp = _tessera.ragged_commit_stamp(str(leaf))
+        stamp = _tessera.ragged_commit_stamp(leaf)  # None for a missing leaf (remote: nothing to stat)
         if stamp and stamp["complete"]:
-            out.append(str(leaf))
+            out.append(leaf)
     return out
 
 

@@ -29,6 +29,7 @@ from typing import Any, Iterator, Optional, Union
 import numpy as np
 
 from . import _tessera
+from . import _uri
 from ._tessera import RaggedWarning, UsageError
 
 __all__ = [
@@ -140,7 +141,7 @@ def _as_path(path: PathLike) -> str:
 
 def _is_url(path: str) -> bool:
     """An ``http(s)://`` prefix or an ``s3://`` / ``gs://`` bucket prefix (read with ranged GETs)."""
-    return path.lower().startswith(("http://", "https://", "s3://", "gs://"))
+    return _uri.is_remote(path)
 
 
 def _is_leaf_dir(path: str) -> bool:

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _tessera
+from . import _tessera, _uri
 from ._tessera import UsageError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -456,10 +456,19 @@ def write(path: PathLike, arrays: Mapping[str, Any], *, chunks: Union[None, Sequ
 _OPEN_FILES: dict = {}
 
 
+def _version(path: str):
+    """What identifies the version of `path` for caches: a local file's mtime and size; None for a
+    remote object, whose open File pins its ETag (a replaced object is then an IoError)."""
+    if _uri.is_remote(path):
+        return None
+    stat = os.stat(_uri.local_path(path))
+    return (stat.st_mtime_ns, stat.st_size)
+
+
 def _cached_file(path: str) -> File:
-    """One open File per path and process (Dask tasks reopen by path; the mapping is shared)."""
-    stat = os.stat(path)
-    key = (path, stat.st_mtime_ns, stat.st_size)
+    """One open File per path (and local version) and process: Dask tasks reopen by path and share
+    the mapping, or, for a remote object, the one pinned source."""
+    key = (path, _version(path))
     f = _OPEN_FILES.get(key)
     if f is None:
         f = _OPEN_FILES[key] = File(path)
@@ -487,7 +496,7 @@ def to_dask(path: PathLike, dataset: str, *, chunks: Optional[Sequence[int]] = N
     if len(block) != ds.ndim:
         raise UsageError(f"chunks has {len(block)} axes, dataset {dataset!r} has {ds.ndim}")
     axis_chunks = tuple(tuple(min(b, n - s) for s in range(0, n, b)) for b, n in zip(block, ds.shape))
-    name = "tet-" + tokenize(path, os.stat(path).st_mtime_ns, dataset, block)
+    name = "tet-" + tokenize(path, _version(path), dataset, block)
     graph = {}
     for index in np.ndindex(*[len(c) for c in axis_chunks]):
         ranges = [(i * b, min((i + 1) * b, n), 1) for i, b, n in zip(index, block, ds.shape)]

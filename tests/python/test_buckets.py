@@ -225,3 +225,24 @@ def test_gs_uris_read_through_the_xml_api_with_hmac_keys(s3, conformance):
     hashes_local = run(["ragged", "hashes", conformance / LEAF], env)
     hashes_remote = run(["ragged", "hashes", f"gs://{BUCKET}/{LEAF}"], env)
     assert hashes_remote.stdout == hashes_local.stdout
+
+
+def test_dask_helpers_open_the_bucket_objects_in_their_tasks(s3, conformance, monkeypatch):
+    """tet.to_dask, cells.to_dask and ragged.leaves_to_dask take bucket URIs; each task opens the
+    object itself (the synchronous scheduler runs them here, in this process's environment)."""
+    import dask
+
+    for k, v in s3_env(s3.url).items():
+        monkeypatch.setenv(k, v)
+    with dask.config.set(scheduler="synchronous"):
+        local = tet.open(conformance / "tetration" / "large.tet")
+        name = local.keys()[0]
+        arr = tet.to_dask(f"s3://{BUCKET}/tetration/large.tet", name)
+        np.testing.assert_array_equal(arr.compute(), local[name][...])
+        x = tessera.cells.to_dask(f"s3://{BUCKET}/deltacells/dataset_small")
+        with tessera.cells.open(conformance / "deltacells" / "dataset_small") as ds:
+            np.testing.assert_array_equal(np.asarray(x.sum(axis=0).compute()).ravel(),
+                                          np.asarray(ds.get_batch(list(range(ds.n_cells))).sum(axis=0)).ravel())
+        s3.reset_counts()
+        remote = ragged.leaves_to_dask(f"s3://{BUCKET}/{HIVE}", method="walk").compute()
+        assert len(remote) == len(ragged.leaves_to_dask(conformance / HIVE, method="walk").compute()) > 0

@@ -82,15 +82,19 @@ void run_cat(const CatArgs& args) {
   if (!ds) throw UsageError("dataset " + tet::quoted_name(args.dataset) + " not found; available: " + available_names(file));
   const tet::Box box = args.selection.empty() ? ds->full_box()
                                               : tet::resolve_selection(*ds, file.metadata_of(ds->name), entries);
+  const bool to_stdout = args.out == "-";
   if (!args.out.empty()) {
-    io::AtomicFileSink sink(args.out);
+    // `-o -`: the .npy stream goes to standard output, through the sink's device/pipe path (a
+    // redirect to a regular file replaces that file atomically, as any output does).
+    io::AtomicFileSink sink(to_stdout ? "/dev/stdout" : args.out);
     tet::write_npy(file, *ds, box, sink);
     sink.commit();
   }
   if (picture) {
     const image::Quicklook look = tet::render_quicklook(file, *ds, box, *picture);
     io::write_file_atomic(args.png, image::encode_png_rgba(look.picture.width(), look.picture.height(), look.picture.pixels()));
-    std::printf("%s: %u x %u pixels, colour bar %s .. %s%s\n", args.png.c_str(), look.picture.width(),
+    // With the array on stdout, the picture's line goes to stderr so the stream stays a .npy.
+    std::fprintf(to_stdout ? stderr : stdout, "%s: %u x %u pixels, colour bar %s .. %s%s\n", args.png.c_str(), look.picture.width(),
                 look.picture.height(), image::tick_label(look.low).c_str(), image::tick_label(look.high).c_str(),
                 look.missing ? (", " + std::to_string(look.missing) + " missing values transparent").c_str() : "");
   }
@@ -103,7 +107,7 @@ void register_tet_cat(CLI::App& tet, int& rc) {
   CLI::App* cmd = tet.add_subcommand("cat", "Write a dataset (or a selection of it) as a NumPy .npy file");
   cmd->add_option("FILE", args->file, "Input .tet file")->required();
   cmd->add_option("DATASET", args->dataset, "Dataset name")->required();
-  cmd->add_option("--out,-o", args->out, "Output .npy path (written atomically)");
+  cmd->add_option("--out,-o", args->out, "Output .npy path (written atomically), or - for standard output");
   cmd->add_option("--selection", args->selection,
                   "JSON selection array, e.g. '[{\"start\":1,\"stop\":4},{\"step\":2}]'");
   cmd->add_option("--png", args->png, "Also (or instead) draw the selection, which must keep two axes, as a PNG with a colour bar");

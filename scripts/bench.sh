@@ -48,6 +48,15 @@
 #       against `tessera tet cat`; two Python threads decoding tiles against one (GIL release).
 #       Needs the Python build (-DTESSERA_PYTHON=ON, Debian's python3 with torch).
 #
+#   scripts/bench.sh remote [--repeat R] [--tet-mib M] [--epoch-cells N] [--obs-cells N] [--smoke]
+#       Remote reads through an emulated network (bench/bench_remote.py): tests/python/fault_proxy.py's
+#       proxy on 127.0.0.1 adding 50 ms per request and pacing 150 MB/s per connection. Plain curl
+#       through it (the emulation's ceiling); ragged read_cell on fresh and warm handles in round
+#       trips; `tet query` mean over an M MiB raw .tet (default 256) against curl fetching the same
+#       chunk ranges in parallel; `cells epoch` over HTTP against the local directory; obs localize
+#       of 3 columns of an N-cell dataset. Inputs are generated once into build/bench-data/remote/;
+#       --smoke runs every figure once on tiny inputs. Needs the Python build, anndata and curl.
+#
 # Environment: BUILD_DIR (default build/release), JOBS (parallel compile jobs, default 2).
 set -euo pipefail
 
@@ -123,6 +132,13 @@ case "$command" in
     fi
     PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 "$root/bench/bench_python.py" \
       --data-dir "$data_dir/python" --cells-dataset "$data_dir/cells-bench/dataset" "$@"
+    ;;
+  remote)
+    build tessera
+    build _tessera
+    mkdir -p "$data_dir"
+    PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 "$root/bench/bench_remote.py" \
+      --data-dir "$data_dir/remote" --cli "$build_dir/tessera" "$@"
     ;;
   -h | --help) usage ;;
   *)

@@ -45,6 +45,9 @@ void XMLCALL on_start(void* user, const XML_Char* name, const XML_Char**) {
 
 void XMLCALL on_end(void* user, const XML_Char*) {
   auto& p = *static_cast<ListParse*>(user);
+  // After a refusal expat may still report the end of the refused element (`<Root/>`), which was
+  // never pushed: nothing more is recorded once the document is refused.
+  if (!p.problem.empty() || p.path.empty()) return;
   const std::string& n = p.path.back();
   const std::string parent = p.path.size() >= 2 ? p.path[p.path.size() - 2] : std::string();
   if (p.path.size() == 3 && parent == "Contents" && n == "Key") p.page.keys.push_back(p.text);

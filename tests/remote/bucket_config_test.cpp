@@ -211,7 +211,8 @@ TEST(ListObjectsPage, HostileDocumentsAreFormatErrors) {
 <ListBucketResult><Contents><Key>&lol2;</Key></Contents></ListBucketResult>)";
   for (const std::string& doc :
        {std::string(), std::string(kPage1).substr(0, 200), std::string("<Error><Code>AccessDenied</Code></Error>"),
-        nested, bomb, deep, std::string("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>")}) {
+        nested, bomb, deep, std::string("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>"),
+        std::string("<ListResult/>"), nested.substr(0, 18) + "<a>" + std::string(40, 'x') + "<b/></a>" + deep}) {
     try {
       parse_list_objects_page(doc, "s3://b (listing)");
       ADD_FAILURE() << "accepted: " << doc;

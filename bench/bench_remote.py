@@ -92,20 +92,11 @@ def serve(root: pathlib.Path) -> int:
                 self._send(412, [("Content-Type", "text/plain")], b"precondition failed\n", head)
                 return
             size = st.st_size
-            spec = self.headers.get("Range")
-            m = fp._RANGE.match(spec.strip()) if spec else None
-            if m is None or (not m.group(1) and not m.group(2)):
-                first, last, status = 0, size - 1, 200
-            else:
-                status = 206
-                if m.group(1):
-                    first = int(m.group(1))
-                    last = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
-                else:
-                    first, last = max(0, size - int(m.group(2))), size - 1
-                if first >= size or last < first:
-                    self._send(416, validators + [("Content-Range", f"bytes */{size}")], b"", head)
-                    return
+            wanted = fp.byte_range(self.headers.get("Range"), size)
+            if wanted == "unsatisfiable":
+                self._send(416, validators + [("Content-Range", f"bytes */{size}")], b"", head)
+                return
+            (first, last), status = (wanted, 206) if wanted else ((0, size - 1), 200)
             body = b""
             if not head and last >= first:
                 with open(path, "rb") as f:

@@ -90,6 +90,20 @@ def _start(server):
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
 
 
+def byte_range(spec, size):
+    """The (first, last) bytes a `Range` header asks of a `size`-byte object: None for the whole
+    object (no header, or one this server does not parse), "unsatisfiable" for a 416."""
+    m = _RANGE.match(spec.strip()) if spec else None
+    if m is None or (not m.group(1) and not m.group(2)):
+        return None
+    if m.group(1):
+        first = int(m.group(1))
+        last = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
+    else:
+        first, last = max(0, size - int(m.group(2))), size - 1
+    return "unsatisfiable" if first >= size or last < first else (first, last)
+
+
 class _OriginHandler(_Handler):
     def do_HEAD(self):
         self._serve(head=True)
@@ -124,19 +138,14 @@ class _OriginHandler(_Handler):
                 self._send(412, [("Content-Type", "text/plain")], b"precondition failed\n", head)
                 return
         size = len(data)
-        spec = self.headers.get("Range")
-        m = _RANGE.match(spec.strip()) if spec else None
-        if m is None or (not m.group(1) and not m.group(2)):
+        wanted = byte_range(self.headers.get("Range"), size)
+        if wanted is None:
             self._send(200, validators + [("Content-Type", "application/octet-stream")], data, head)
             return
-        if m.group(1):
-            first = int(m.group(1))
-            last = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
-        else:
-            first, last = max(0, size - int(m.group(2))), size - 1
-        if first >= size or last < first:
+        if wanted == "unsatisfiable":
             self._send(416, validators + [("Content-Range", f"bytes */{size}")], b"", head)
             return
+        first, last = wanted
         self._send(206, validators + [("Content-Type", "application/octet-stream"),
                                       ("Content-Range", f"bytes {first}-{last}/{size}")], data[first:last + 1], head)
 

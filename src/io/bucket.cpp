@@ -236,6 +236,7 @@ std::optional<RangeRead> BucketStore::get_suffix(const std::string& key, std::ui
   return objects_->get_suffix(key, length);
 }
 std::optional<std::uint64_t> BucketStore::size(const std::string& key) const { return objects_->size(key); }
+std::unique_ptr<ByteSource> BucketStore::open_whole(const std::string& key) const { return objects_->open_whole(key); }
 
 BucketStore::Listing BucketStore::list_objects(const std::string& full_prefix, bool delimited) const {
   Listing out;

@@ -465,6 +465,12 @@ std::optional<std::uint64_t> HttpStore::size(const std::string& key) const {
   return info ? std::optional<std::uint64_t>(info->size) : std::nullopt;
 }
 
+std::unique_ptr<ByteSource> HttpStore::open_whole(const std::string& key) const {
+  auto bytes = get(key);
+  if (!bytes) return nullptr;
+  return owned_memory_source(std::move(*bytes), shown_of(key));
+}
+
 std::optional<std::vector<std::byte>> HttpStore::get(const std::string& key) const {
   return http_get(url_of(key), options_, shown_of(key));
 }

@@ -93,6 +93,8 @@ std::optional<std::vector<std::byte>> Store::get(const std::string& key) const {
   return src->read_vector(0, src->size());
 }
 
+std::unique_ptr<ByteSource> Store::open_whole(const std::string& key) const { return open(key); }
+
 std::optional<RangeRead> Store::get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const {
   const auto src = open(key);
   if (!src) return std::nullopt;

@@ -78,6 +78,7 @@ class BucketStore final : public Store {
   std::optional<std::uint64_t> size(const std::string& key) const override;
   DirListing list_dir(const std::string& prefix) const override;
   void erase_prefix(const std::string& prefix) override;
+  std::unique_ptr<ByteSource> open_whole(const std::string& key) const override;
 
  private:
   struct Listing {

@@ -112,6 +112,8 @@ class HttpStore final : public Store {
   std::optional<std::uint64_t> size(const std::string& key) const override;
   DirListing list_dir(const std::string& prefix) const override;
   void erase_prefix(const std::string& prefix) override;
+  // One GET of the whole object, held in memory.
+  std::unique_ptr<ByteSource> open_whole(const std::string& key) const override;
 
   // base/key (percent-encoded) plus the base's query string (keys are checked with is_valid_key).
   std::string url_of(const std::string& key) const;

@@ -67,6 +67,10 @@ class Store {
   virtual std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const;
   // The object's size without reading it (a HEAD request).
   virtual std::optional<std::uint64_t> size(const std::string& key) const;
+  // The object, for a reader that will read all of it, in as few requests as the backend allows:
+  // `open` by default (a local file is mapped); a remote store makes it one GET into memory
+  // instead of a HEAD and a GET. nullptr when the key does not exist.
+  virtual std::unique_ptr<ByteSource> open_whole(const std::string& key) const;
   // Same as `list`: every key below a prefix.
   std::vector<std::string> list_prefix(const std::string& prefix) const { return list(prefix); }
   // Immediate children of `prefix` (empty = the root).

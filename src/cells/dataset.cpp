@@ -60,6 +60,7 @@ std::unique_ptr<Dataset> Dataset::open(std::shared_ptr<const io::Store> store, c
 
 const Manifest& Dataset::manifest() const noexcept { return impl_->manifest; }
 const io::Store& Dataset::store() const noexcept { return *impl_->store; }
+const OpenOptions& Dataset::options() const noexcept { return impl_->options; }
 const std::vector<std::uint64_t>& Dataset::limits() const noexcept { return impl_->limits; }
 
 std::pair<std::uint64_t, std::uint64_t> Dataset::tile_bounds(std::uint64_t tile) const {

@@ -45,6 +45,11 @@ std::uint64_t EpochGenerator::uniform(std::uint64_t m) noexcept {
 
 EpochIterator::EpochIterator(Dataset& dataset, std::uint64_t batch_size, const EpochOptions& options)
     : ds_(dataset), batch_size_(batch_size), o_(options) {
+  if (ds_.store().remote()) {
+    const auto& open = ds_.options();
+    const auto room = static_cast<std::uint64_t>(std::max(0, open.max_prefetch_tiles - 2));
+    o_.prefetch_tiles = std::max(o_.prefetch_tiles, std::min(static_cast<std::uint64_t>(std::max(0, open.io_threads)), room));
+  }
   if (batch_size < 1) throw UsageError("batch_size must be at least 1");
   if (o_.world_size < 1 || o_.rank >= o_.world_size)
     throw UsageError("rank " + std::to_string(o_.rank) + " outside world_size " + std::to_string(o_.world_size));

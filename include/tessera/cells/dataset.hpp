@@ -92,6 +92,7 @@ class Dataset {
 
   const Manifest& manifest() const noexcept;
   const io::Store& store() const noexcept;
+  const OpenOptions& options() const noexcept;
   std::uint64_t n_cells() const noexcept { return manifest().n_cells; }
   std::uint64_t n_genes() const noexcept { return manifest().n_genes; }
   std::uint64_t n_tiles() const noexcept { return manifest().n_tiles(); }

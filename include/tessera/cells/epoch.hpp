@@ -36,6 +36,10 @@ struct EpochOptions {
   bool shuffle = true;
   std::int64_t seed = 0;
   bool drop_last = false;
+  // Tiles fetched ahead of the one being read. On a remote store (io::Store::remote) the loader
+  // fetches at least as many as the dataset has I/O threads, within the room the compressed cache
+  // leaves (max_prefetch_tiles - 2), so that every thread has a request in flight: one tile at a
+  // time costs a round trip each.
   std::uint64_t prefetch_tiles = 2;
   std::uint64_t rank = 0, world_size = 1;
   std::uint64_t worker = 0, num_workers = 1;

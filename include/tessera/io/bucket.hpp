@@ -79,6 +79,7 @@ class BucketStore final : public Store {
   DirListing list_dir(const std::string& prefix) const override;
   void erase_prefix(const std::string& prefix) override;
   std::unique_ptr<ByteSource> open_whole(const std::string& key) const override;
+  bool remote() const override { return true; }
 
  private:
   struct Listing {

@@ -114,6 +114,7 @@ class HttpStore final : public Store {
   void erase_prefix(const std::string& prefix) override;
   // One GET of the whole object, held in memory.
   std::unique_ptr<ByteSource> open_whole(const std::string& key) const override;
+  bool remote() const override { return true; }
 
   // base/key (percent-encoded) plus the base's query string (keys are checked with is_valid_key).
   std::string url_of(const std::string& key) const;

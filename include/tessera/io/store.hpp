@@ -71,6 +71,9 @@ class Store {
   // `open` by default (a local file is mapped); a remote store makes it one GET into memory
   // instead of a HEAD and a GET. nullptr when the key does not exist.
   virtual std::unique_ptr<ByteSource> open_whole(const std::string& key) const;
+  // True for stores whose requests cross a network (HTTP, S3, GCS): every request costs a
+  // round trip, so readers fetch further ahead and in parallel there.
+  virtual bool remote() const { return false; }
   // Same as `list`: every key below a prefix.
   std::vector<std::string> list_prefix(const std::string& prefix) const { return list(prefix); }
   // Immediate children of `prefix` (empty = the root).
@@ -169,6 +172,7 @@ class CountingStore final : public Store {
   std::optional<std::uint64_t> size(const std::string& key) const override;
   DirListing list_dir(const std::string& prefix) const override;
   void erase_prefix(const std::string& prefix) override { inner_.erase_prefix(prefix); }
+  bool remote() const override { return inner_.remote(); }
 
   std::uint64_t gets() const;
   std::uint64_t bytes() const;  // bytes returned by all GETs

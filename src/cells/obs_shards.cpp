@@ -1,6 +1,7 @@
 // Obs shards: writing (§6.5), opening with P1–P4, chunk checks P5/P6 and verification (§6.10).
 #include "tessera/cells/obs_shards.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "rules.hpp"
@@ -15,6 +16,10 @@ using columnar::ColumnType;
 using detail::fail;
 
 constexpr const char* kSchemaKey = "obs/schema.json";
+// The tail of a shard fetched when it is opened remotely: the 8-byte trailer and, in the same
+// request, a footer of up to this size (a 100,000-cell shard's is about 7 KiB). A larger footer
+// costs one more request.
+constexpr std::uint64_t kSpeculativeFooterBytes = 256 * 1024;
 
 std::uint64_t shard_count(std::uint64_t n_tiles, std::uint64_t per_file) { return (n_tiles + per_file - 1) / per_file; }
 
@@ -141,12 +146,21 @@ ObsShard open_obs_shard(const io::Store& store, const Manifest& manifest, const 
     throw UsageError("obs shard " + std::to_string(shard) + " outside 0.." +
                      std::to_string(manifest.obs_shard_bytes.size()));
   out.first_tile = shard * per_file;
-  out.source = store.open(out.key);
-  if (!out.source) fail(out.key, "", "is missing", "P1");
+  std::shared_ptr<const io::ByteSource> object = store.open(out.key);
+  if (!object) fail(out.key, "", "is missing", "P1");
+  out.source = std::make_unique<io::PrefetchingSource>(std::move(object));
   if (out.source->size() != manifest.obs_shard_bytes[shard])
     fail(out.key, "", "has " + std::to_string(out.source->size()) + " bytes, the manifest says " +
                           std::to_string(manifest.obs_shard_bytes[shard]),
          "P1");
+  {
+    // The leading magic and a tail that normally holds the whole footer, in parallel: one round
+    // trip instead of three (tail length, magic, footer) on a remote store.
+    const std::uint64_t size = out.source->size();
+    const std::uint64_t tail = std::min<std::uint64_t>(size, kSpeculativeFooterBytes);
+    const io::ByteRange head_and_tail[] = {{0, 4}, {size - tail, tail}};
+    out.source->prefetch(head_and_tail);
+  }
   out.file = std::make_unique<columnar::ParquetFile>(columnar::ParquetFile::open(*out.source));
   const auto& cols = out.file->columns();
   if (cols.size() != schema.columns.size())

@@ -233,6 +233,20 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
   // C5: chunk (tile t, target j) is one ranged read of shard t / K, row group t % K.
   const std::uint64_t m = targets.size();
   const std::uint64_t k = manifest.obs_tiles_per_file;
+  // On a remote store the first read of a shard fetches all of its chunks this localize needs,
+  // coalesced and in parallel (a no-op locally); they are dropped once the shard is consumed.
+  std::vector<std::once_flag> shard_prefetched(opened.size());
+  const auto prefetch_shard = [&](const ObsShard& shard) {
+    std::call_once(shard_prefetched[shard.index], [&] {
+      std::vector<io::ByteRange> ranges;
+      for (const auto& group : shard.file->row_groups())
+        for (const Target& t : targets) {
+          const auto& info = group.columns.at(shard.column_of.at(t.column));
+          ranges.push_back({info.offset, info.size});
+        }
+      shard.source->prefetch(ranges);
+    });
+  };
   const auto read = [&](std::uint64_t i) {
     const std::uint64_t tile = i / m;
     const Target& t = targets[i % m];
@@ -242,6 +256,7 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
     const std::string where = shard.key + ": row group " + std::to_string(group) + " column '" + col.name + "'";
     columnar::Column chunk;
     try {
+      prefetch_shard(shard);
       chunk = check_obs_chunk(shard.file->read_column(group, shard.column_of.at(t.column)), col, where);
     } catch (const Error& e) {
       rethrow_naming(e, shard.key, where);
@@ -254,6 +269,9 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
   };
   const auto consume = [&](std::uint64_t i, columnar::Column chunk) {
     targets[i % m].writer->write_batch(std::span<const columnar::Column>(&chunk, 1));
+    const std::uint64_t tile = i / m;
+    const bool shard_done = i % m == m - 1 && (tile % k == k - 1 || tile + 1 == manifest.n_tiles());
+    if (shard_done) opened.at(tile / k).source->drop();
   };
   run_in_tile_order(manifest.n_tiles() * m, threads, read, consume);
 

@@ -14,6 +14,7 @@
 #include "tessera/cells/obs_schema.hpp"
 #include "tessera/columnar/column.hpp"
 #include "tessera/columnar/parquet.hpp"
+#include "tessera/io/prefetching_source.hpp"
 #include "tessera/io/store.hpp"
 
 namespace tessera::cells {
@@ -50,7 +51,10 @@ struct ObsShard {
   std::uint64_t index = 0;
   std::uint64_t first_tile = 0;  // tile of row group 0
   std::string key;               // obs/obs_NNNN.parquet
-  std::unique_ptr<io::ByteSource> source;
+  // The shard object. Remotely, opening it fetches its head and tail (the Parquet magic and
+  // footer) in one parallel batch, and a reader that knows which column chunks it needs
+  // prefetches them in a few coalesced requests (io/prefetching_source.hpp).
+  std::unique_ptr<io::PrefetchingSource> source;
   std::unique_ptr<columnar::ParquetFile> file;
   // Schema column i is Parquet column column_of[i].
   std::vector<std::size_t> column_of;

@@ -11,6 +11,7 @@
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/prefetching_source.hpp"
 #include "tessera/io/uri.hpp"
 
 namespace tessera::tet {
@@ -175,7 +176,30 @@ TetFile TetFile::open(const std::string& path, io::OpenMode mode) {
   return open(std::shared_ptr<const io::ByteSource>(io::open_source(path, {.mode = mode})));
 }
 
+namespace {
+
+// What a remote open fetches first, in one parallel batch: this much of the head (superblock,
+// dataset directory and, for up to about a thousand chunks, the chunk index) and of the tail
+// (footer). Ranges closer than 1 MiB are one request, so a file under about 1 MiB is read whole.
+constexpr std::uint64_t kSpeculativeHeadBytes = 64 * 1024;
+constexpr std::uint64_t kSpeculativeTailBytes = 64 * 1024;
+
+// A source that is not memory-resident (a remote object, a pread file) is wrapped so that the
+// metadata reads of the open are served from one prefetch instead of one request each.
+std::shared_ptr<const io::ByteSource> with_metadata_prefetched(std::shared_ptr<const io::ByteSource> source) {
+  auto wrapped = std::make_shared<io::PrefetchingSource>(source);
+  if (!wrapped->fetches()) return source;  // mapped or in memory: reads cost nothing to batch
+  const std::uint64_t size = wrapped->size();
+  const std::uint64_t tail = std::min(size, kSpeculativeTailBytes);
+  const io::ByteRange ends[] = {{0, std::min(size, kSpeculativeHeadBytes)}, {size - tail, tail}};
+  wrapped->prefetch(ends);
+  return wrapped;
+}
+
+}  // namespace
+
 TetFile TetFile::open(std::shared_ptr<const io::ByteSource> source) {
+  source = with_metadata_prefetched(std::move(source));
   Layout layout = parse_layout(*source);
   const std::string& path = source->name();
   if (auto broken = dataset_id_violation(layout)) throw FormatError(*broken, path, "chunk index");

@@ -10,6 +10,9 @@ truncated bodies, stalls and latency.
   A failed read of a `.tet` chunk stays an IoError (a network failure is not a damaged file).
 - An object replaced between two reads of an open `.tet` file is refused ("object changed while
   reading"), whether the server honours If-Match or ignores it.
+- A `.tet` file under about 1 MiB is read whole when it is opened (one ranged GET), so the faults
+  meant for a chunk read after the open use `BIG`, a generated file of 4 MiB whose chunks lie
+  outside what the open prefetches.
 - A stalled server is cut by TESSERA_HTTP_LOW_SPEED_TIME; those cases run in a child process with
   a generous `timeout=`, so a hang fails the test instead of hanging the suite.
 
@@ -34,11 +37,24 @@ CELLS = "deltacells/dataset_small"
 LEAF = "zagg/tests/data/spec/minimal/1/1/2/1/3/11213.zarr"
 FIELD = "6/h_tdigest"
 CHILD_TIMEOUT_S = 60  # a child that has not finished by then is hung
+BIG = "generated/big.tet"  # 1024 x 1024 f32 in 16 raw chunks of 256 KiB
 
 
 @pytest.fixture(scope="module")
-def origin(conformance):
-    server = Origin(conformance)
+def served(conformance, tmp_path_factory):
+    """The conformance data the tests read, plus BIG (the origin serves only files below its root)."""
+    root = tmp_path_factory.mktemp("served")
+    shutil.copytree(conformance / "tetration", root / "tetration")
+    shutil.copytree(conformance / CELLS, root / CELLS)
+    shutil.copytree(conformance / LEAF, root / LEAF)
+    (root / BIG).parent.mkdir()
+    run_cli("tet", "synth", str(root / BIG), "--dataset", "a:f32:1024x1024:256x256", "--seed", "3")
+    return root
+
+
+@pytest.fixture(scope="module")
+def origin(served):
+    server = Origin(served)
     yield server
     server.close()
 
@@ -106,21 +122,26 @@ def local(conformance):
 
 # ---- retryable faults are survived --------------------------------------------------------------
 
+# Whether a format's reads after the open are ranged GETs (tet chunks, ragged shards) or whole
+# objects (cells tiles are read whole).
+READS_RANGES = {"tet": True, "cells": False, "ragged": True}
+
+
 def plan_status(status):
-    def plan(p):
-        p.fail(status, 2)                             # at open: the first requests (HEAD or whole GET)
-        p.fail(status, 2, ranged_only=True, after=1)  # mid-read: a ranged GET
+    def plan(p, ranged):
+        p.fail(status, 2)                               # at open: the first requests (HEAD or whole GET)
+        p.fail(status, 2, ranged_only=ranged, after=1)  # mid-read: a later GET
     return plan
 
 
-def plan_reset(p):
+def plan_reset(p, ranged):
     p.reset(2)
-    p.reset(2, ranged_only=True, after=1)
+    p.reset(2, ranged_only=ranged, after=1)
 
 
-def plan_truncate(p):
+def plan_truncate(p, ranged):
     p.truncate(2)  # the first GET: a whole object (cells, ragged metadata) or a range (tet)
-    p.truncate(2, ranged_only=True, after=1)
+    p.truncate(2, ranged_only=ranged, after=1)
 
 
 FAULTS = {"503": plan_status(503), "429": plan_status(429), "500": plan_status(500), "502": plan_status(502),
@@ -130,7 +151,7 @@ FAULTS = {"503": plan_status(503), "429": plan_status(429), "500": plan_status(5
 @pytest.mark.parametrize("fault", list(FAULTS))
 @pytest.mark.parametrize("fmt", list(READERS))
 def test_retryable_faults_are_survived_with_identical_results(proxy, local, fmt, fault):
-    FAULTS[fault](proxy)
+    FAULTS[fault](proxy, READS_RANGES[fmt])
     got = READERS[fmt](proxy.url)
     assert proxy.pending() == 0, "not every planned fault was injected"
     assert proxy.count() > proxy.count(action="pass") >= 1
@@ -138,8 +159,9 @@ def test_retryable_faults_are_survived_with_identical_results(proxy, local, fmt,
 
 
 def test_a_slow_server_is_not_a_stalled_one(proxy, conformance, monkeypatch):
-    # sample.tet's largest request is 208 bytes: at 120 bytes/s it lasts longer than the 1 s
-    # low-speed window, yet moves faster than 1 byte/s, so it must be neither cut nor retried.
+    # sample.tet is read whole in one request of 368 bytes: at 120 bytes/s it lasts longer than
+    # the 1 s low-speed window, yet moves faster than 1 byte/s, so it must be neither cut nor
+    # retried.
     monkeypatch.setenv("TESSERA_HTTP_RETRIES", "1")
     monkeypatch.setenv("TESSERA_HTTP_LOW_SPEED_TIME", "1")
     proxy.latency(0.02)
@@ -176,10 +198,10 @@ def read_error(read):
 
 def test_a_burst_longer_than_the_tries_mid_read_is_one_error(proxy, monkeypatch):
     monkeypatch.setenv("TESSERA_HTTP_RETRIES", "3")
-    url = f"{proxy.url}/tetration/sample.tet"
+    url = f"{proxy.url}/{BIG}"
     f = tet.open(url)
     proxy.fail(502, 3, ranged_only=True)
-    message = read_error(lambda: f["temperature"].read(threads=1))  # one request at a time takes the burst
+    message = read_error(lambda: f["a"].read(threads=1))  # one request at a time takes the burst
     assert f"{url}: HTTP 502 (attempt 3 of 3, giving up)" in message, message
     assert message.count("giving up") == 1
     assert proxy.count(action="status 502") == 3 and proxy.pending() == 0
@@ -209,10 +231,10 @@ def test_resets_outlasting_the_tries_are_one_error(proxy, monkeypatch):
 
 def test_truncated_bodies_outlasting_the_tries_are_one_error(proxy, monkeypatch):
     monkeypatch.setenv("TESSERA_HTTP_RETRIES", "2")
-    url = f"{proxy.url}/tetration/sample.tet"
+    url = f"{proxy.url}/{BIG}"
     f = tet.open(url)
     proxy.truncate(2, ranged_only=True)
-    message = read_error(lambda: f["temperature"].read(threads=1))
+    message = read_error(lambda: f["a"].read(threads=1))
     assert f"{url}: " in message, message
     assert message.endswith("(attempt 2 of 2, giving up)") and message.count("giving up") == 1
     assert proxy.count(action="truncate") == 2
@@ -234,7 +256,7 @@ def test_403_and_404_are_not_retried(proxy, status, text):
 @pytest.mark.parametrize("status,text", [(403, "access denied (HTTP 403 Forbidden, attempt 1 of 6)"),
                                          (404, "not found (HTTP 404 Not Found, attempt 1 of 6)")])
 def test_403_and_404_mid_read_are_not_retried(proxy, status, text):
-    url = f"{proxy.url}/tetration/large.tet"
+    url = f"{proxy.url}/{BIG}"
     f = tet.open(url)
     before = proxy.count()
     proxy.fail(status, 5, ranged_only=True)
@@ -247,23 +269,23 @@ def test_403_and_404_mid_read_are_not_retried(proxy, status, text):
 # ---- an object replaced mid-read ----------------------------------------------------------------
 
 @pytest.mark.parametrize("honours_if_match", [True, False])
-def test_an_object_replaced_mid_read_is_refused(conformance, tmp_path, monkeypatch, honours_if_match):
+def test_an_object_replaced_mid_read_is_refused(served, tmp_path, monkeypatch, honours_if_match):
     monkeypatch.setenv("TESSERA_HTTP_RETRIES", "6")
-    path = tmp_path / "tetration" / "large.tet"
+    path = tmp_path / BIG
     path.parent.mkdir()
-    shutil.copyfile(conformance / "tetration" / "large.tet", path)
+    shutil.copyfile(served / BIG, path)
     server = Origin(tmp_path)
     server.honour_preconditions = honours_if_match
     proxy = FaultProxy(server.url)
     try:
-        url = f"{proxy.url}/tetration/large.tet"
+        url = f"{proxy.url}/{BIG}"
         f = tet.open(url)
-        local = tet.open(conformance / "tetration" / "large.tet")
+        local = tet.open(served / BIG)
         np.testing.assert_array_equal(f["a"][0:2], local["a"][0:2])
         data = bytearray(path.read_bytes())
         data[-1] ^= 0xFF  # same size: only the ETag tells the versions apart
         path.write_bytes(bytes(data))
-        message = read_error(lambda: f["a"][30:34])
+        message = read_error(lambda: f["a"][300:304])
         assert f"{url}: object changed while reading" in message, message
         assert proxy.count(action="pass") == proxy.count()
     finally:
@@ -287,24 +309,24 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def run_child(proxy, conformance, name, retries):
+def run_child(proxy, served, name, retries):
     env = environ_without_proxies()
     env.update(TESSERA_HTTP_RETRIES=str(retries), TESSERA_HTTP_LOW_SPEED_TIME="2", TESSERA_HTTP_CONNECT_TIMEOUT="2",
                PYTHONPATH=":".join(sys.path))
-    url = f"{proxy.url}/tetration/{name}"
-    proc = subprocess.run([sys.executable, "-c", CHILD, url, str(conformance / "tetration" / name)],
+    url = f"{proxy.url}/{name}"
+    proc = subprocess.run([sys.executable, "-c", CHILD, url, str(served / name)],
                           capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     return url, proc.stdout.strip()
 
 
 @pytest.mark.parametrize("where", ["open", "mid-read"])
-def test_a_stalled_server_ends_in_an_error(proxy, conformance, where):
+def test_a_stalled_server_ends_in_an_error(proxy, served, where):
     if where == "open":
         proxy.stall(1)
     else:
-        proxy.stall(1, ranged_only=True, after=2)
-    url, out = run_child(proxy, conformance, "sample.tet", retries=1)
+        proxy.stall(1, ranged_only=True, after=2)  # after the head and the tail of the open
+    url, out = run_child(proxy, served, BIG, retries=1)
     if where == "open":
         assert out.startswith(f"IoError: {url}: "), out
     assert f"{url}: " in out and "too slow" in out, out
@@ -312,9 +334,9 @@ def test_a_stalled_server_ends_in_an_error(proxy, conformance, where):
     assert proxy.count(action="stall") == 1
 
 
-def test_a_stall_is_cut_and_retried(proxy, conformance):
-    proxy.stall(1, ranged_only=True, after=1)
-    _, out = run_child(proxy, conformance, "sample.tet", retries=2)
+def test_a_stall_is_cut_and_retried(proxy, served):
+    proxy.stall(1, ranged_only=True, after=2)
+    _, out = run_child(proxy, served, BIG, retries=2)
     assert out == "identical"
     assert proxy.count(action="stall") == 1 and proxy.pending() == 0
 
@@ -325,8 +347,8 @@ def test_cli_tet_info_json_through_a_503_burst(proxy, conformance):
     env = environ_without_proxies()
     env["TESSERA_HTTP_RETRIES"] = "6"
     local = run_cli("tet", "info", conformance / "tetration" / "large.tet", "--json", env=env, timeout=CHILD_TIMEOUT_S)
-    proxy.fail(503, 2)
-    proxy.fail(503, 2, ranged_only=True, after=2)
+    proxy.fail(503, 2)                     # the HEAD
+    proxy.fail(503, 2, ranged_only=True)  # the one GET that reads the 23 KB file whole
     remote = run_cli("tet", "info", f"{proxy.url}/tetration/large.tet", "--json", env=env, timeout=CHILD_TIMEOUT_S)
     assert proxy.pending() == 0 and proxy.count(action="status 503") == 4
     a, b = json.loads(local.stdout), json.loads(remote.stdout)
@@ -340,12 +362,12 @@ def test_cli_tet_info_json_through_a_503_burst(proxy, conformance):
 @pytest.mark.parametrize("fault", ["503 burst", "403", "replaced"])
 def test_a_transport_error_mid_read_of_a_tet_chunk_is_an_io_error(proxy, origin, monkeypatch, tmp_path, fault):
     monkeypatch.setenv("TESSERA_HTTP_RETRIES", "2")
-    url = f"{proxy.url}/tetration/sample.tet"
+    url = f"{proxy.url}/{BIG}"
     if fault == "replaced":
-        (tmp_path / "tetration").mkdir()
-        shutil.copyfile(origin.root / "tetration" / "sample.tet", tmp_path / "tetration" / "sample.tet")
+        (tmp_path / BIG).parent.mkdir()
+        shutil.copyfile(origin.root / BIG, tmp_path / BIG)
         server = Origin(tmp_path)
-        url = f"{server.url}/tetration/sample.tet"
+        url = f"{server.url}/{BIG}"
     try:
         f = tet.open(url)
         if fault == "503 burst":
@@ -353,12 +375,12 @@ def test_a_transport_error_mid_read_of_a_tet_chunk_is_an_io_error(proxy, origin,
         elif fault == "403":
             proxy.fail(403, 1, ranged_only=True)
         else:
-            path = tmp_path / "tetration" / "sample.tet"
+            path = tmp_path / BIG
             data = bytearray(path.read_bytes())
             data[-1] ^= 0xFF
             path.write_bytes(bytes(data))
         with pytest.raises(tessera.IoError):
-            f["temperature"].read(threads=1)
+            f["a"].read(threads=1)
     finally:
         if fault == "replaced":
             server.close()

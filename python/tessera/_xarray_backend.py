@@ -64,11 +64,16 @@ class TetBackendArray(BackendArray):
 
     def __reduce__(self):
         # Dask's distributed workers get the path and the name, and map the file themselves.
-        return _reopened_array, (self.dataset.file.path, self.dataset.name)
+        return _reopened_array, (absolute(self.dataset.file.path), self.dataset.name)
 
 
 def _reopened_array(path: str, name: str) -> TetBackendArray:
     return TetBackendArray(tet._cached_file(path)[name])
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute (what xarray's backends report as `source`); URIs as given."""
+    return path if _uri.is_remote(path) else os.path.abspath(_uri.local_path(path))
 
 
 def dimension_names(file: tet.File) -> dict:
@@ -95,8 +100,7 @@ class TetDataStore(AbstractDataStore):
 
     def __init__(self, file: tet.File, *, close_file: bool, drop_variables=None):
         self.file = file
-        # `source` as xarray's own backends give it: local paths absolute, URIs as given.
-        self.source = file.path if _uri.is_remote(file.path) else os.path.abspath(_uri.local_path(file.path))
+        self.source = absolute(file.path)
         self._close_file = close_file
         drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
         # Names of phony dimensions come from the whole file, so dropping a dataset renames nothing.

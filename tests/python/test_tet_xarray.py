@@ -177,10 +177,12 @@ def test_chunks_are_the_tet_chunks_and_dask_reduces_like_numpy(climate, reads):
     np.testing.assert_allclose(ds["tas"].max(("time", "lon")).values, np.nanmax(values, axis=(0, 2)))
 
 
-def test_dask_graph_pickles_by_path(climate):
-    arr = open_tet(climate / "clim.tet", chunks={})["w"].data
-    again = pickle.loads(pickle.dumps(arr))
-    np.testing.assert_array_equal(again.compute(), open_nc(climate / "clim.nc")["w"].values)
+def test_dask_graph_pickles_by_absolute_path(climate, tmp_path, monkeypatch):
+    monkeypatch.chdir(climate)
+    arr = open_tet("clim.tet", chunks={})["w"].data
+    blob = pickle.dumps(arr)
+    monkeypatch.chdir(tmp_path)  # a worker elsewhere
+    np.testing.assert_array_equal(pickle.loads(blob).compute(), open_nc(climate / "clim.nc")["w"].values)
 
 
 def test_source_encoding_attrs_are_held_back_as_stored(climate):

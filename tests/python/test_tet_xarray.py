@@ -4,7 +4,8 @@ as the Dataset xarray itself makes of the NetCDF file (dims, coordinates longer 
 read only their region), with one Dask chunk per `.tet` chunk. What convert does not keep yet
 (typed attributes, global attributes, stored packed values) is written down as strict xfails.
 
-The truth is xarray's own `open_dataset` on the NetCDF source, netCDF4 and numpy (Debian's)."""
+The truth is xarray's own `open_dataset` on the NetCDF source, netCDF4 and numpy (Debian's), and
+for the conformance files the independent decoder of tet_truth.py."""
 import io
 import pickle
 import warnings
@@ -15,9 +16,11 @@ import pytest
 import xarray as xr
 
 import tessera
-from conftest import run_cli
 from tessera import tet
 from tessera._xarray_backend import TesseraBackendEntrypoint
+
+from conftest import run_cli
+from tet_truth import read_tet
 
 FILL = np.float32(1e20)
 TYPED_ATTRS = "the footer stores attributes as text; typed attributes need the planned footer extension"
@@ -234,6 +237,35 @@ def test_engine_name_is_registered(climate):
     # (python/CMakeLists.txt) or a pip install (pyproject.toml).
     assert "tessera" in xr.backends.list_engines()
     xr.testing.assert_identical(xr.open_dataset(climate / "clim.tet", engine="tessera"), open_tet(climate / "clim.tet"))
+
+
+@pytest.mark.parametrize("name", ["large.tet", "multichunk_f16.tet", "generated/labeled.tet",
+                                  "generated/multi_dataset.tet", "generated/zstd_f64_3d.tet", "generated/meta_spill.tet"])
+def test_conformance_files_index_like_the_independent_decoder(conformance, name):
+    truth, _ = read_tet(conformance / "tetration" / name)
+    ds = open_tet(conformance / "tetration" / name, decode_cf=False)
+    assert set(ds.data_vars) <= set(truth) and set(truth) <= set(ds.variables)
+    rng = np.random.default_rng(5)
+    for var_name, (array, _) in truth.items():
+        var = ds[var_name].variable
+        assert var.dtype == array.dtype
+        np.testing.assert_array_equal(var.values, array)
+        for _ in range(20):  # xarray's indexers: integers, slices of any step, integer arrays
+            key = []
+            for n in array.shape:
+                kind = rng.integers(4)
+                if kind == 0:
+                    key.append(int(rng.integers(-n, n)))
+                elif kind == 1:
+                    a, b = sorted(rng.integers(0, n + 1, size=2))
+                    key.append(slice(int(a), int(b), int(rng.choice([1, 2, 3, -1]))))
+                elif kind == 2:
+                    key.append(np.unique(rng.integers(0, n, size=3)))
+                else:
+                    key.append(slice(None))
+            want = array[np.ix_(*[np.atleast_1d(np.arange(n)[k]) for k, n in zip(key, array.shape)])]
+            got = var[tuple(key)].values  # outer indexing, as xarray's isel
+            np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=f"{var_name}{key}")
 
 
 def test_hdf5_conversions_get_phony_dimensions(conformance, tmp_path):

@@ -36,7 +36,7 @@ from xarray.core import indexing
 from . import _uri, tet
 from ._tessera import UnsupportedError, UsageError
 
-__all__ = ["TesseraBackendEntrypoint", "TetBackendArray", "open_file"]
+__all__ = ["TesseraBackendEntrypoint", "TetBackendArray", "TetDataStore"]
 
 MAGIC = b"TETR"  # superblock magic, tet.md §1.2
 # Attributes that tell a reader how to turn stored values into data; see the module docstring.
@@ -113,7 +113,8 @@ class TetDataStore(AbstractDataStore):
                 if sizes.setdefault(dim, (n, name))[0] != n:
                     raise UnsupportedError(
                         f"{self.file.path}: dimension {dim!r} has length {sizes[dim][0]} in dataset "
-                        f"{sizes[dim][1]!r} but {n} in dataset {name!r}; open the file with tessera.tet.open")
+                        f"{sizes[dim][1]!r} but {n} in dataset {name!r}; "
+                        "drop one (drop_variables) or use tessera.tet.open")
         return {dim: n for dim, (n, _) in sizes.items()}
 
     def get_attrs(self) -> dict:
@@ -164,17 +165,6 @@ class TetDataStore(AbstractDataStore):
             self.file.close()
 
 
-def open_file(file: tet.File, *, close_file: bool = False, drop_variables=None, mask_and_scale: bool = True,
-              decode_times: bool = True, concat_characters: bool = True, decode_coords: Any = True,
-              use_cftime: Optional[bool] = None, decode_timedelta: Optional[bool] = None):
-    """An open File as a lazy, CF-decoded `xarray.Dataset` (what `open_dataset` returns)."""
-    store = TetDataStore(file, close_file=close_file, drop_variables=drop_variables)
-    return StoreBackendEntrypoint().open_dataset(
-        store, mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
-        decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
-        decode_timedelta=decode_timedelta)
-
-
 def _path_of(filename_or_obj) -> Optional[str]:
     if isinstance(filename_or_obj, (str, os.PathLike)):
         path = os.fspath(filename_or_obj)
@@ -203,9 +193,12 @@ class TesseraBackendEntrypoint(BackendEntrypoint):
                 raise UsageError(f"the tessera engine opens paths and URIs, not {type(filename_or_obj).__name__} "
                                  "objects")
             file, close_file = tet.open(path), True
-        return open_file(file, close_file=close_file, drop_variables=drop_variables, mask_and_scale=mask_and_scale,
-                         decode_times=decode_times, concat_characters=concat_characters,
-                         decode_coords=decode_coords, use_cftime=use_cftime, decode_timedelta=decode_timedelta)
+        store = TetDataStore(file, close_file=close_file, drop_variables=drop_variables)
+        # xarray's own path for a data store: CF decoding, coordinates, close.
+        return StoreBackendEntrypoint().open_dataset(
+            store, mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
+            decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
+            decode_timedelta=decode_timedelta)
 
     def guess_can_open(self, filename_or_obj) -> bool:
         """A `.tet` name (paths and URIs), or a local file that starts with the `TETR` magic."""

@@ -323,6 +323,14 @@ def test_integer_fill_values_are_masked(climate):
                                 open_nc(climate / "clim.nc")["counts"].reset_coords(drop=True))
 
 
+@pytest.mark.xfail(strict=True, reason=TYPED_ATTRS + ": a float _FillValue kept by --keep-fill cannot be "
+                                       "applied from text")
+def test_keep_fill_values_are_masked(climate, tmp_path):
+    run_cli("tet", "convert", climate / "clim.nc", tmp_path / "kept.tet", "--keep-fill")
+    assert tet.open(tmp_path / "kept.tet")["tas"][0, 0, 0] == FILL  # what convert kept
+    xr.testing.assert_equal(open_tet(tmp_path / "kept.tet")["tas"], open_nc(climate / "clim.nc")["tas"])
+
+
 @pytest.mark.xfail(strict=True, reason="convert stores packed variables decoded; mask_and_scale=False "
                                        "needs the stored integers and typed scale_factor/add_offset")
 def test_mask_and_scale_false_gives_the_stored_values(climate):

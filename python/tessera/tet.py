@@ -88,10 +88,16 @@ class File:
         """Runs a query document (dict or JSON/TOML text) against this file; see `tessera.tet.query`."""
         return query(self._path, document, execute=execute, preview=preview, threads=threads, device=device)
 
-    def to_xarray(self):
-        """All datasets as an `xarray.Dataset` (lazy-free: every array is read). Needs xarray."""
+    def to_xarray(self, **options):
+        """All datasets as a lazy `xarray.Dataset`: `xr.open_dataset(path, engine="tessera", **options)`
+        on this open file (docs/xarray.md). Nothing is read until values are used; `options` are
+        open_dataset's (`chunks`, `decode_times`, `use_cftime`, `drop_variables`, ...). Needs xarray."""
         xr = _import_xarray()
-        return xr.Dataset({name: ds.to_xarray() for name, ds in self._datasets.items()})
+        from ._xarray_backend import TesseraBackendEntrypoint
+        return xr.open_dataset(self, engine=TesseraBackendEntrypoint, **options)
+
+    def __dask_tokenize__(self):
+        return ("tessera.tet.File", self._path, _version(self._path))
 
     def close(self) -> None:
         """Drops this object's handle; the mapping stays alive while arrays viewing it exist."""
@@ -208,16 +214,12 @@ class Dataset:
         out = self._file._file.read(self.name, ranges)
         return out.reshape([n for axis, n in enumerate(out.shape) if axis not in drop]) if drop else out
 
-    def to_xarray(self):
-        """The dataset as an `xarray.DataArray` with dims and coords from the footer. Needs xarray."""
-        xr = _import_xarray()
-        dims = list(self.dim_names) if self.dim_names else [f"dim_{i}" for i in range(self.ndim)]
-        coords = {}
-        for axis in range(self.ndim):
-            labels = self.coords.get(self.axis_key(axis))
-            if labels is not None and len(labels) == self.shape[axis]:
-                coords[dims[axis]] = labels
-        return xr.DataArray(np.asarray(self[...]), dims=dims, coords=coords, name=self.name, attrs=dict(self.attrs))
+    def to_xarray(self, **options):
+        """The dataset as a lazy `xarray.DataArray`: its variable in `File.to_xarray(**options)`, with
+        the coordinates its dimensions and CF `coordinates` attribute name (docs/xarray.md). Needs xarray."""
+        wanted = {self.name, *(self.dim_names or ()), *self.attrs.get("coordinates", "").split()}
+        unused = [name for name in self._file.keys() if name not in wanted]
+        return self._file.to_xarray(drop_variables=unused, **options)[self.name]
 
     def query(self, operation: Optional[Mapping[str, Any]] = None, **kwargs) -> dict:
         """Runs a query on this dataset: `ds.query({"mean": ["time"]})` (see `tessera.tet.query`)."""

@@ -61,6 +61,17 @@ def test_tet_open_url_reads_like_the_local_file(server, conformance, name):
         np.testing.assert_array_equal(remote[key][...], local[key][...])
 
 
+def test_xarray_opens_a_url_like_the_local_file(server, conformance):
+    xr = pytest.importorskip("xarray")
+    from tessera._xarray_backend import TesseraBackendEntrypoint
+
+    name = "generated/labeled.tet"
+    remote = xr.open_dataset(f"{server}/tetration/{name}", engine=TesseraBackendEntrypoint, chunks={})
+    local = xr.open_dataset(conformance / "tetration" / name, engine=TesseraBackendEntrypoint)
+    assert remote.encoding["source"] == f"{server}/tetration/{name}"
+    xr.testing.assert_identical(remote.compute(), local)
+
+
 def test_cells_open_url_reads_like_the_local_dataset(server, conformance):
     path = conformance / "deltacells" / "dataset_small"
     with tessera.cells.open(path) as a, tessera.cells.open(f"{server}/deltacells/dataset_small") as b:

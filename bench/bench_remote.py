@@ -40,6 +40,8 @@ import tempfile
 import threading
 import time
 
+from bench_common import Summary, alternate, cells_dataset
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 LATENCY_S = 0.05
 BANDWIDTH_BPS = 150e6
@@ -214,21 +216,6 @@ def timed_run(cmd):
     return elapsed, proc.stdout
 
 
-def alternate(rounds, first, second):
-    """Runs both sides once untimed, then `rounds` rounds alternating which goes first; returns
-    the (first, second) pairs."""
-    first(), second()
-    pairs = []
-    for r in range(rounds):
-        if r % 2:
-            b, a = second(), first()
-        else:
-            a, b = first(), second()
-        pairs.append((a, b))
-        yield r, a, b
-    return pairs
-
-
 def curl_ranges(url, ranges, parallel):
     """`curl --parallel --parallel-max N` of these byte ranges (inclusive pairs) of `url`."""
     cmd = ["curl", "--silent", "--show-error", "--fail", "--parallel", "--parallel-max", str(parallel)]
@@ -237,25 +224,6 @@ def curl_ranges(url, ranges, parallel):
             cmd.append("--next")
         cmd += ["--silent", "--show-error", "--fail", "--range", f"{a}-{b}", "--output", "/dev/null", url]
     return timed_run(cmd)[0]
-
-
-class Summary:
-    def __init__(self):
-        self.rows = []
-
-    def add(self, figure, value, target="—", ok=None):
-        self.rows.append((figure, value, target, "—" if ok is None else ("pass" if ok else "FAIL")))
-
-    def print(self):
-        widths = [max(len(r[i]) for r in self.rows + [("figure", "value", "target", "result")]) for i in range(4)]
-        print()
-        print("Summary (medians over rounds; emulation: "
-              f"{LATENCY_S * 1e3:.0f} ms per request, {BANDWIDTH_BPS / 1e6:.0f} MB/s per connection)")
-        line = "  ".join(h.ljust(w) for h, w in zip(("figure", "value", "target", "result"), widths))
-        print(line)
-        print("-" * len(line))
-        for row in self.rows:
-            print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
 
 
 def mbps(nbytes, seconds):
@@ -405,46 +373,6 @@ def bench_tet(cli, net, data_dir, mib, chunk, threads, rounds, summary):
 
 # ---- 3. cells epoch / 4. obs localize -----------------------------------------------------------
 
-def cells_dataset(cli, data_dir, n_cells, n_genes, tile):
-    """A converted random sparse AnnData of n_cells x n_genes (about 5 % nonzero, counts 1..30)
-    with categorical and numeric obs columns; generated once."""
-    out = data_dir / f"cells-{n_cells}x{n_genes}-t{tile}"
-    ds = out / "ds"
-    if (ds / "manifest.json").exists():
-        return ds
-    import anndata
-    import numpy as np
-    import pandas as pd
-    import scipy.sparse as sp
-
-    out.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(7)
-    blocks = []
-    for lo in range(0, n_cells, 10_000):
-        rows = min(10_000, n_cells - lo)
-        mask = rng.random((rows, n_genes), dtype=np.float32) < 0.05
-        block = sp.csr_matrix(mask, dtype=np.float32)
-        block.data = rng.integers(1, 31, block.nnz).astype(np.float32)
-        blocks.append(block)
-    x = sp.vstack(blocks, format="csr")
-    counts = np.asarray(x.sum(axis=1)).ravel().astype(np.float32)
-    obs = pd.DataFrame({
-        "cell_type": pd.Categorical(rng.choice([f"type_{i}" for i in range(24)], n_cells)),
-        "batch": pd.Categorical(rng.choice([f"batch_{i}" for i in range(8)], n_cells)),
-        "donor": pd.Categorical(rng.choice([f"donor_{i}" for i in range(60)], n_cells)),
-        "n_counts": counts,
-        "n_genes": np.diff(x.indptr).astype(np.int32),
-        "percent_mito": rng.random(n_cells).astype(np.float32) * 20,
-    }, index=[f"cell_{i}" for i in range(n_cells)])
-    var = pd.DataFrame(index=[f"gene_{i}" for i in range(n_genes)])
-    h5ad = out / "input.h5ad"
-    anndata.AnnData(X=x, obs=obs, var=var).write_h5ad(h5ad)
-    subprocess.run([str(cli), "cells", "convert", "--h5ad-glob", str(h5ad), "--output", str(ds), "--tile-size",
-                    str(tile), "--quiet"], check=True, capture_output=True)
-    h5ad.unlink()
-    return ds
-
-
 def bench_epoch(cli, net, data_dir, ds, batch, rounds, summary):
     url = f"{net.url}/{ds.relative_to(data_dir).as_posix()}"
     net.emulate()
@@ -553,7 +481,8 @@ def main() -> int:
     data_dir = args.data_dir.resolve()
     print(f"tessera {tessera.__version__}, CLI {cli}, {os.cpu_count()} CPUs; emulation {LATENCY_S * 1e3:.0f} ms per "
           f"request, {BANDWIDTH_BPS / 1e6:.0f} MB/s per connection, on 127.0.0.1" + (" (smoke)" if args.smoke else ""))
-    summary = Summary()
+    summary = Summary(f"Summary (medians over rounds; emulation: {LATENCY_S * 1e3:.0f} ms per request, "
+                      f"{BANDWIDTH_BPS / 1e6:.0f} MB/s per connection)")
     t_start = time.perf_counter()
     try:
         if "ragged" in figures:

@@ -57,6 +57,15 @@
 #       of 3 columns of an N-cell dataset. Inputs are generated once into build/bench-data/remote/;
 #       --smoke runs every figure once on tiny inputs. Needs the Python build, anndata and curl.
 #
+#   scripts/bench.sh cells-peers [--repeat R] [--cells N] [--genes G] [--batches B] [--smoke] [--only ...]
+#       tessera.cells against anndata and h5py on the same data, side by side (bench/bench_cells_peers.py):
+#       random 5,000-cell batches from `get_batch` against `read_h5ad(..., backed="r")` with sorted
+#       fancy indexing and against h5py CSR row gathering; a 50-gene subset batch against full rows;
+#       `to_anndata` of every cell against `anndata.read_h5ad` of the source. A random sparse AnnData
+#       of N cells x G genes (default 100,000 x 2,000) is written and converted once into
+#       build/bench-data/cells-peers/; --smoke runs every figure once on tiny inputs. Needs the Python
+#       build, anndata and h5py.
+#
 # Environment: BUILD_DIR (default build/release), JOBS (parallel compile jobs, default 2).
 set -euo pipefail
 
@@ -139,6 +148,13 @@ case "$command" in
     mkdir -p "$data_dir"
     PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 "$root/bench/bench_remote.py" \
       --data-dir "$data_dir/remote" --cli "$build_dir/tessera" "$@"
+    ;;
+  cells-peers)
+    build tessera
+    build _tessera
+    mkdir -p "$data_dir"
+    PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 "$root/bench/bench_cells_peers.py" \
+      --data-dir "$data_dir/cells-peers" --cli "$build_dir/tessera" "$@"
     ;;
   -h | --help) usage ;;
   *)

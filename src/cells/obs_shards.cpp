@@ -149,13 +149,14 @@ ObsShard open_obs_shard(const io::Store& store, const Manifest& manifest, const 
   std::shared_ptr<const io::ByteSource> object = store.open(out.key);
   if (!object) fail(out.key, "", "is missing", "P1");
   out.source = std::make_unique<io::PrefetchingSource>(std::move(object));
+  out.remote = store.remote();
   if (out.source->size() != manifest.obs_shard_bytes[shard])
     fail(out.key, "", "has " + std::to_string(out.source->size()) + " bytes, the manifest says " +
                           std::to_string(manifest.obs_shard_bytes[shard]),
          "P1");
-  {
+  if (out.remote) {
     // The leading magic and a tail that normally holds the whole footer, in parallel: one round
-    // trip instead of three (tail length, magic, footer) on a remote store.
+    // trip instead of three (tail length, magic, footer).
     const std::uint64_t size = out.source->size();
     const std::uint64_t tail = std::min<std::uint64_t>(size, kSpeculativeFooterBytes);
     const io::ByteRange head_and_tail[] = {{0, 4}, {size - tail, tail}};

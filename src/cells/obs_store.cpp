@@ -237,6 +237,7 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
   // coalesced and in parallel (a no-op locally); they are dropped once the shard is consumed.
   std::vector<std::once_flag> shard_prefetched(opened.size());
   const auto prefetch_shard = [&](const ObsShard& shard) {
+    if (!shard.remote) return;
     std::call_once(shard_prefetched[shard.index], [&] {
       std::vector<io::ByteRange> ranges;
       for (const auto& group : shard.file->row_groups())

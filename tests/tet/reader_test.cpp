@@ -7,11 +7,13 @@
 #include "support/testing.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/tet/reader.hpp"
+#include "tessera/tet/synth.hpp"
 
 namespace tessera::tet {
 namespace {
 
 using testing::conformance_dir;
+using testing::TempDir;
 
 std::vector<std::uint64_t> naive_touched(const AxisRange& r, std::uint64_t cs) {
   std::vector<std::uint64_t> out;
@@ -50,18 +52,44 @@ TEST(TetFileRead, PreadAndMmapGiveTheSameValues) {
   }
 }
 
-TEST(TetFileRead, ReadsOnlyTheTouchedChunks) {
+// A source that is not memory-resident (pread, remote) is opened with one parallel fetch of its
+// first and last 64 KiB; a file under about 1 MiB is thereby read whole, and its chunks come from
+// memory.
+TEST(TetFileRead, ASmallFileIsReadWholeWhenOpened) {
   const auto file_source = io::open_file((conformance_dir() / "tetration/large.tet").string(), io::OpenMode::Pread);
   auto counting = std::make_shared<io::CountingSource>(*file_source);
   const TetFile file = TetFile::open(counting);
-  counting->reset();
-  const Dataset& ds = *file.find("a");
-  // One element in chunk (2, 3): exactly one 64-byte payload read.
-  std::vector<float> v(1);
-  file.read_box(ds, {{9, 10, 1}, {13, 14, 1}}, std::as_writable_bytes(std::span(v)));
-  EXPECT_EQ(v[0], 9.0f * 64 + 13);
   EXPECT_EQ(counting->reads(), 1u);
-  EXPECT_EQ(counting->bytes(), 64u);
+  EXPECT_EQ(counting->bytes(), file_source->size());
+  counting->reset();
+  std::vector<float> v(1);
+  file.read_box(*file.find("a"), {{9, 10, 1}, {13, 14, 1}}, std::as_writable_bytes(std::span(v)));
+  EXPECT_EQ(v[0], 9.0f * 64 + 13);
+  EXPECT_EQ(counting->reads(), 0u);
+}
+
+TEST(TetFileRead, ReadsOnlyTheTouchedChunks) {
+  TempDir dir;
+  const std::string path = (dir / "big.tet").string();
+  tet::SynthOptions options;
+  options.datasets.push_back(tet::parse_synth_spec("a:f32:1024x1024:256x256"));
+  options.at = "0";
+  tet::synth_write(path, options);  // 4 MiB in 16 raw chunks of 256 KiB
+  const auto file_source = io::open_file(path, io::OpenMode::Pread);
+  auto counting = std::make_shared<io::CountingSource>(*file_source);
+  const TetFile file = TetFile::open(counting);
+  EXPECT_EQ(counting->reads(), 2u) << "the head and the tail, more than 1 MiB apart";
+  EXPECT_EQ(counting->bytes(), 2u * 64 * 1024);
+  counting->reset();
+  // One element in chunk (2, 3): exactly one read, of that chunk's payload.
+  std::vector<float> v(1), whole(1024 * 1024);
+  const Dataset& ds = *file.find("a");
+  file.read_box(ds, {{600, 601, 1}, {800, 801, 1}}, std::as_writable_bytes(std::span(v)));
+  EXPECT_EQ(counting->reads(), 1u);
+  EXPECT_EQ(counting->bytes(), 256u * 256 * 4);
+  const TetFile mapped = TetFile::open(path);
+  mapped.read_box(*mapped.find("a"), mapped.find("a")->full_box(), std::as_writable_bytes(std::span(whole)));
+  EXPECT_EQ(v[0], whole[600 * 1024 + 800]);
 }
 
 TEST(TetFileRead, DecodeChunkRequiresTheExactTileSize) {

@@ -51,10 +51,12 @@ struct ObsShard {
   std::uint64_t index = 0;
   std::uint64_t first_tile = 0;  // tile of row group 0
   std::string key;               // obs/obs_NNNN.parquet
-  // The shard object. Remotely, opening it fetches its head and tail (the Parquet magic and
-  // footer) in one parallel batch, and a reader that knows which column chunks it needs
-  // prefetches them in a few coalesced requests (io/prefetching_source.hpp).
+  // The shard object. On a remote store (io::Store::remote) opening it fetches its head and tail
+  // (the Parquet magic and footer) in one parallel batch, and a reader that knows which column
+  // chunks it needs prefetches them in a few coalesced requests (io/prefetching_source.hpp);
+  // locally every read is its own, as before.
   std::unique_ptr<io::PrefetchingSource> source;
+  bool remote = false;
   std::unique_ptr<columnar::ParquetFile> file;
   // Schema column i is Parquet column column_of[i].
   std::vector<std::size_t> column_of;

@@ -9,7 +9,7 @@ import pytest
 import tessera
 from tessera import tet
 
-from tet_truth import read_tet
+from tet_truth import random_key, read_tet
 
 TET_FILES = ["sample.tet", "large.tet", "multichunk_f16.tet", "multichunk_u32.tet", "multichunk_u8.tet",
              "generated/labeled.tet", "generated/multi_dataset.tet", "generated/zstd_f64_3d.tet",
@@ -45,19 +45,7 @@ def test_numpy_basic_indexing_matches_numpy(tetdir, name):
     for ds_name, (array, _) in truth.items():
         ds = f[ds_name]
         for _ in range(40):
-            key = []
-            for n in array.shape:
-                kind = rng.integers(4)
-                if kind == 0:
-                    key.append(int(rng.integers(-n, n)))
-                elif kind == 1:
-                    a, b = sorted(rng.integers(-n - 2, n + 2, size=2))
-                    key.append(slice(int(a), int(b), int(rng.integers(1, 4))))
-                elif kind == 2:
-                    key.append(slice(None, None, -int(rng.integers(1, 3))))
-                else:
-                    key.append(slice(None))
-            key = tuple(key)
+            key = random_key(rng, array.shape)
             np.testing.assert_array_equal(ds[key], array[key], err_msg=f"{ds_name}{key}")
         np.testing.assert_array_equal(ds[..., 0], array[..., 0])
         np.testing.assert_array_equal(ds[1], array[1])

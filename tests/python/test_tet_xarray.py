@@ -20,7 +20,7 @@ from tessera import tet
 from tessera._xarray_backend import TesseraBackendEntrypoint
 
 from conftest import run_cli
-from tet_truth import read_tet
+from tet_truth import random_key, read_tet
 
 FILL = np.float32(1e20)
 TYPED_ATTRS = "the footer stores attributes as text; typed attributes need the planned footer extension"
@@ -251,19 +251,8 @@ def test_conformance_files_index_like_the_independent_decoder(conformance, name)
         var = ds[var_name].variable
         assert var.dtype == array.dtype
         np.testing.assert_array_equal(var.values, array)
-        for _ in range(20):  # xarray's indexers: integers, slices of any step, integer arrays
-            key = []
-            for n in array.shape:
-                kind = rng.integers(4)
-                if kind == 0:
-                    key.append(int(rng.integers(-n, n)))
-                elif kind == 1:
-                    a, b = sorted(rng.integers(0, n + 1, size=2))
-                    key.append(slice(int(a), int(b), int(rng.choice([1, 2, 3, -1]))))
-                elif kind == 2:
-                    key.append(np.unique(rng.integers(0, n, size=3)))
-                else:
-                    key.append(slice(None))
+        for _ in range(20):  # xarray's indexers: integers, slices, integer arrays
+            key = random_key(rng, array.shape, integer_arrays=True)
             want = array[np.ix_(*[np.atleast_1d(np.arange(n)[k]) for k, n in zip(key, array.shape)])]
             got = var[tuple(key)].values  # outer indexing, as xarray's isel
             np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=f"{var_name}{key}")

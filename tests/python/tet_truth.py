@@ -57,3 +57,25 @@ def read_tet(path):
         except ValueError:
             footer = None  # a file whose footer bytes are not JSON (plan.tet carries filler)
     return out, footer
+
+
+def random_key(rng, shape, *, integer_arrays=False):
+    """A random indexing key, one entry per axis of `shape`: an integer (negative ones too), a
+    slice with bounds anywhere in -n-2..n+2 and a step of 1..3, everything reversed (step -1 or
+    -2), or everything. With `integer_arrays` a sorted unique integer array replaces the reversal
+    (the outer indexing xarray's `isel` does)."""
+    key = []
+    for n in shape:
+        kind = rng.integers(4)
+        if kind == 0:
+            key.append(int(rng.integers(-n, n)))
+        elif kind == 1:
+            a, b = sorted(rng.integers(-n - 2, n + 2, size=2))
+            key.append(slice(int(a), int(b), int(rng.integers(1, 4))))
+        elif kind == 2 and integer_arrays:
+            key.append(np.unique(rng.integers(0, n, size=3)))
+        elif kind == 2:
+            key.append(slice(None, None, -int(rng.integers(1, 3))))
+        else:
+            key.append(slice(None))
+    return tuple(key)

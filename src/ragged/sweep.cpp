@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <future>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -175,7 +176,28 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
   // buffers have grown.
   const std::size_t batch_size = batch_chunks(req.threads);
   std::vector<zarr::VlenChunk> buffers(batch_size);
-  for (const zarr::Coords& object : objects) {
+  // Whether object `o` is read whole (one GET) rather than through its index; false when the
+  // cover misses it.
+  const auto read_whole = [&](const zarr::Coords& o) {
+    const zarr::Box span = a.stored_span(o);
+    const std::uint64_t lo = std::max(span[0].begin, cover.begin), hi = std::min(span[0].end, cover.end);
+    return lo < hi && ((lo == span[0].begin && hi == span[0].end) || !a.sharded());
+  };
+  // On a remote store the next object read whole is fetched while this one is decoded (its GET
+  // costs a round trip); locally a read is a mapping and nothing is fetched ahead.
+  const bool fetch_ahead = a.store().remote();
+  std::future<zarr::StoredObject> ahead;
+  std::size_t ahead_of = objects.size();
+  const auto start_next_whole = [&](std::size_t after) {
+    for (std::size_t n = after + 1; n < objects.size(); ++n)
+      if (read_whole(objects[n])) {
+        ahead = std::async(std::launch::async, [&a, o = objects[n]] { return a.read_object(o); });
+        ahead_of = n;
+        return;
+      }
+  };
+  for (std::size_t at = 0; at < objects.size(); ++at) {
+    const zarr::Coords& object = objects[at];
     const zarr::Box ospan = a.stored_span(object);
     const std::uint64_t first_cell = std::max(ospan[0].begin, cover.begin);
     const std::uint64_t last_cell = std::min(ospan[0].end, cover.end);
@@ -188,7 +210,13 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
     std::optional<zarr::StoredObject> stored;
     std::optional<zarr::ShardIndex> index;
     if (whole || !a.sharded()) {
-      stored.emplace(a.read_object(object));
+      if (ahead_of == at) {
+        ahead_of = objects.size();
+        stored.emplace(ahead.get());
+      } else {
+        stored.emplace(a.read_object(object));
+      }
+      if (fetch_ahead && ahead_of == objects.size()) start_next_whole(at);
       if (!stored->exists()) continue;
     } else {
       index = a.read_shard_index(object);
@@ -220,9 +248,9 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
         return std::span<const std::uint64_t>(batch.morton).subspan(off, std::min(chunk_cells, batch.morton.size() - off));
       };
 
+      // The batch's inner chunks of a partly covered shard: one ranged GET when they lie together.
       std::vector<std::optional<std::vector<std::byte>>> fetched(g_end - g);
-      if (index)
-        for (std::uint64_t i = g; i < g_end; ++i) fetched[i - g] = a.read_stored_chunk(*index, i);
+      if (index) fetched = a.read_stored_chunks(*index, g, g_end);
       std::vector<std::optional<PopulatedChunk>> decoded(g_end - g);
       std::vector<std::exception_ptr> deferred(g_end - g);
       parallel_for_each(req.threads, g_end - g, [&](std::size_t j) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "nd_runs.hpp"
 #include "tessera/core/checked.hpp"
@@ -174,6 +175,38 @@ std::optional<std::vector<std::byte>> Array::read_stored_chunk(const ShardIndex&
     throw IoError(index.key() + ": shard object changed between reading its index and inner chunk " + std::to_string(inner),
                   index.key(), "shard");
   return std::move(read->bytes);
+}
+
+std::vector<std::optional<std::vector<std::byte>>> Array::read_stored_chunks(const ShardIndex& index, std::uint64_t first,
+                                                                             std::uint64_t last) const {
+  std::vector<std::optional<std::vector<std::byte>>> out(last > first ? last - first : 0);
+  std::vector<std::pair<std::uint64_t, ShardIndexEntry>> present;
+  std::uint64_t lo = std::numeric_limits<std::uint64_t>::max(), hi = 0, needed = 0;
+  for (std::uint64_t i = first; i < last; ++i) {
+    const auto range = index.chunk_range(i);  // checked: inside the data region, no overflow
+    if (!range) continue;
+    present.emplace_back(i, *range);
+    lo = std::min(lo, range->offset);
+    hi = std::max(hi, range->offset + range->nbytes);
+    needed += range->nbytes;
+  }
+  constexpr std::uint64_t kMaxGapBytes = 1ull << 20;
+  // (Entries may share bytes, so the span can be smaller than `needed`.)
+  const bool one_request = present.size() > 1 && hi - lo <= needed + std::max(needed, kMaxGapBytes);
+  if (!one_request) {
+    for (const auto& entry : present) out[entry.first - first] = read_stored_chunk(index, entry.first);
+    return out;
+  }
+  const auto read = store_->get_range(index.key(), lo, hi - lo);
+  if (!read || read->bytes.size() != hi - lo || read->object_size != index.object_size())
+    throw IoError(index.key() + ": shard object changed between reading its index and inner chunks " + std::to_string(first) +
+                      ".." + std::to_string(last - 1),
+                  index.key(), "shard");
+  for (const auto& [i, range] : present) {
+    const auto begin = read->bytes.begin() + static_cast<std::ptrdiff_t>(range.offset - lo);
+    out[i - first].emplace(begin, begin + static_cast<std::ptrdiff_t>(range.nbytes));
+  }
+  return out;
 }
 
 std::optional<std::vector<std::byte>> Array::read_stored_chunk(const Coords& read_chunk) const {

@@ -209,6 +209,30 @@ TEST(ZarrFixtures, ShardedChunkReadsTakeTwoRangedGets) {
   EXPECT_EQ(store.bytes(), 68u + 16u);
 }
 
+// A run of inner chunks of one shard is one ranged GET covering the present ones (chunk 2 is
+// absent), byte for byte what reading each alone returns.
+TEST(ZarrFixtures, InnerChunksOfAShardAreOneRangedGet) {
+  io::DirectoryStore dir(leaf_root("minimal").string());
+  io::CountingStore store(dir);
+  for (const char* path : {"6/count", "6/morton", "6/h_tdigest"}) {
+    SCOPED_TRACE(path);
+    const Array array = Array::open(store, path);
+    const auto index = array.read_shard_index(Coords{0});
+    ASSERT_TRUE(index);
+    store.reset();
+    const auto together = array.read_stored_chunks(*index, 0, 4);
+    ASSERT_EQ(store.gets(), 1u);
+    EXPECT_EQ(store.log()[0].kind, io::CountingStore::GetKind::Range);
+    ASSERT_EQ(together.size(), 4u);
+    EXPECT_FALSE(together[2]);
+    for (std::uint64_t c = 0; c < 4; ++c) EXPECT_EQ(together[c], array.read_stored_chunk(*index, c)) << c;
+    store.reset();
+    EXPECT_EQ(array.read_stored_chunks(*index, 1, 2)[0], array.read_stored_chunk(*index, 1));
+    EXPECT_EQ(store.gets(), 2u) << "one present chunk: its own GET (and the comparison's)";
+    EXPECT_TRUE(array.read_stored_chunks(*index, 2, 2).empty());
+  }
+}
+
 TEST(ZarrFixtures, MissingShardObjectReadsFillAfterOneGet) {
   io::MemoryStore mem;
   mem.put("6/count/zarr.json", testing::read_file_bytes(leaf_root("minimal") / "6/count/zarr.json"));

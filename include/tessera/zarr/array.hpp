@@ -108,6 +108,12 @@ class Array {
   // The encoded bytes of inner chunk `inner` of a shard whose index was read before: 1 GET when
   // present, none when absent.
   std::optional<std::vector<std::byte>> read_stored_chunk(const ShardIndex& index, std::uint64_t inner) const;
+  // The encoded bytes of inner chunks [first, last) of that shard (entry i - first for chunk i,
+  // nullopt when absent), in as few requests as their layout allows: one ranged GET covering
+  // every present chunk when the bytes between them are no more than the chunks' own (or 1 MiB),
+  // else one GET per present chunk. A single present chunk is exactly read_stored_chunk's GET.
+  std::vector<std::optional<std::vector<std::byte>>> read_stored_chunks(const ShardIndex& index, std::uint64_t first,
+                                                                        std::uint64_t last) const;
   // A whole object in one GET (sweeps).
   StoredObject read_object(const Coords& object) const;
 

@@ -176,12 +176,20 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
   // buffers have grown.
   const std::size_t batch_size = batch_chunks(req.threads);
   std::vector<zarr::VlenChunk> buffers(batch_size);
-  // Whether object `o` is read whole (one GET) rather than through its index; false when the
-  // cover misses it.
-  const auto read_whole = [&](const zarr::Coords& o) {
-    const zarr::Box span = a.stored_span(o);
-    const std::uint64_t lo = std::max(span[0].begin, cover.begin), hi = std::min(span[0].end, cover.end);
-    return lo < hi && ((lo == span[0].begin && hi == span[0].end) || !a.sharded());
+  // What the cover takes of object `o`: cells [first_cell, last_cell) of its stored span (empty
+  // when the cover misses it), and whether it is read whole (one GET) rather than by its index.
+  struct ObjectCover {
+    zarr::Box span;
+    std::uint64_t first_cell = 0, last_cell = 0;
+    bool whole = false;
+  };
+  const auto cover_of = [&](const zarr::Coords& o) {
+    ObjectCover c{a.stored_span(o)};
+    c.first_cell = std::max(c.span[0].begin, cover.begin);
+    c.last_cell = std::min(c.span[0].end, cover.end);
+    c.whole = c.first_cell < c.last_cell &&
+              ((c.first_cell == c.span[0].begin && c.last_cell == c.span[0].end) || !a.sharded());
+    return c;
   };
   // On a remote store the next object read whole is fetched while this one is decoded (its GET
   // costs a round trip); locally a read is a mapping and nothing is fetched ahead.
@@ -190,7 +198,7 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
   std::size_t ahead_of = objects.size();
   const auto start_next_whole = [&](std::size_t after) {
     for (std::size_t n = after + 1; n < objects.size(); ++n)
-      if (read_whole(objects[n])) {
+      if (cover_of(objects[n]).whole) {
         ahead = std::async(std::launch::async, [&a, o = objects[n]] { return a.read_object(o); });
         ahead_of = n;
         return;
@@ -198,18 +206,15 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
   };
   for (std::size_t at = 0; at < objects.size(); ++at) {
     const zarr::Coords& object = objects[at];
-    const zarr::Box ospan = a.stored_span(object);
-    const std::uint64_t first_cell = std::max(ospan[0].begin, cover.begin);
-    const std::uint64_t last_cell = std::min(ospan[0].end, cover.end);
+    const auto [ospan, first_cell, last_cell, whole] = cover_of(object);
     if (first_cell >= last_cell) continue;
-    const bool whole = first_cell == ospan[0].begin && last_cell == ospan[0].end;
     const std::uint64_t first_inner = (first_cell - ospan[0].begin) / chunk_cells;
     const std::uint64_t end_inner = std::min(k, (last_cell - ospan[0].begin + chunk_cells - 1) / chunk_cells);
 
     // The encoded chunks: the whole object in one GET, or its index then the covering chunks.
     std::optional<zarr::StoredObject> stored;
     std::optional<zarr::ShardIndex> index;
-    if (whole || !a.sharded()) {
+    if (whole) {
       if (ahead_of == at) {
         ahead_of = objects.size();
         stored.emplace(ahead.get());

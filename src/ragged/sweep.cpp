@@ -206,7 +206,11 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
   };
   for (std::size_t at = 0; at < objects.size(); ++at) {
     const zarr::Coords& object = objects[at];
-    const auto [ospan, first_cell, last_cell, whole] = cover_of(object);
+    // Named copies, not a structured binding: the batch lambdas below capture them.
+    const ObjectCover covered = cover_of(object);
+    const zarr::Box& ospan = covered.span;
+    const std::uint64_t first_cell = covered.first_cell, last_cell = covered.last_cell;
+    const bool whole = covered.whole;
     if (first_cell >= last_cell) continue;
     const std::uint64_t first_inner = (first_cell - ospan[0].begin) / chunk_cells;
     const std::uint64_t end_inner = std::min(k, (last_cell - ospan[0].begin + chunk_cells - 1) / chunk_cells);

@@ -39,12 +39,6 @@ FormatError length_mismatch(const std::string& got, std::uint64_t expected) {
   return FormatError("decoded payload length " + got + " != raw_byte_len " + std::to_string(expected));
 }
 
-// The frames decode to more than `expected` bytes: name the declared size when there is one.
-FormatError too_long(std::span<const std::byte> src, std::uint64_t expected) {
-  const auto declared = zstd_frame_content_size(src);
-  return length_mismatch(declared ? std::to_string(*declared) : "> " + std::to_string(expected), expected);
-}
-
 // Sum of the declared content sizes of the frames in `src`: ZSTD_CONTENTSIZE_UNKNOWN when one
 // frame does not declare its size (or the sum overflows), ZSTD_CONTENTSIZE_ERROR when `src` is not
 // a sequence of well-formed frames.
@@ -59,6 +53,15 @@ unsigned long long declared_total(std::span<const std::byte> src) {
     rest = rest.subspan(frame);
   }
   return declared;
+}
+
+// The frames decode to more than `expected` bytes: name the size they declare when every frame
+// declares one and their sum is larger; otherwise (a frame without a size, or a damaged frame that
+// decodes past the size it declares) only that the output passed `expected` is known.
+FormatError too_long(std::span<const std::byte> src, std::uint64_t expected) {
+  const unsigned long long declared = declared_total(src);
+  const bool known = declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR && declared > expected;
+  return length_mismatch(known ? std::to_string(declared) : "> " + std::to_string(expected), expected);
 }
 
 }  // namespace

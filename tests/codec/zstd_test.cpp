@@ -143,6 +143,20 @@ TEST(Zstd, DestinationLengthMustMatchExactly) {
   EXPECT_TRUE(small.ends_with(" != raw_byte_len 999")) << small;
 }
 
+// Only a sum of declared sizes larger than the destination is named as the decoded length: a
+// second frame without a size, or a sum no larger than the destination, says only "> N" (never
+// "1000 != 1000" from the first frame's header alone).
+TEST(Zstd, TooLongNamesOnlyASizeTheFramesDeclare) {
+  const auto a = sample(1000, 8), b = sample(100, 9);
+  auto sized_pair = zstd_compress(a);
+  tessera::codec::zstd_compress_append(b, sized_pair, {.level = 1});
+  EXPECT_EQ(format_error_text(sized_pair, 1000), "decoded payload length 1100 != raw_byte_len 1000");
+
+  auto unsized_second = zstd_compress(a);
+  tessera::codec::zstd_compress_append(b, unsized_second, {.level = 1, .content_size = false});
+  EXPECT_EQ(format_error_text(unsized_second, 1000), "decoded payload length > 1000 != raw_byte_len 1000");
+}
+
 // deltacells records the empty frame a level-19 writer produced (libzstd 1.5.4); any decoder
 // must read it as zero bytes.
 TEST(Zstd, ConformanceEmptyFrame) {

@@ -80,6 +80,12 @@ Target open_leaf(const std::string& store, const std::optional<std::string>& sha
   return target;
 }
 
+std::string leaf_location(const Target& hive, const std::string& leaf_key) {
+  std::string root = hive.root.string();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return root + "/" + leaf_key;
+}
+
 namespace {
 
 bool all_digits(const std::string& s) {

@@ -36,6 +36,10 @@ Target open_target(const std::string& store, const std::optional<std::string>& s
 // The same, refusing a hive root (commands that read cells need a leaf: `--shard ID`).
 Target open_leaf(const std::string& store, const std::optional<std::string>& shard);
 
+// Where the leaf at `leaf_key` (a key of the hive walk) of a hive root lives: a path or URL that
+// open_target opens as that leaf.
+std::string leaf_location(const Target& hive, const std::string& leaf_key);
+
 // The STORE positional (named `name`) and `--shard ID` every command that reads a leaf takes.
 void add_store_arguments(CLI::App& cmd, std::string& store, std::optional<std::string>& shard, const char* name = "STORE");
 // FIELD as given (`6/h_tdigest`) and `--field NAME`.

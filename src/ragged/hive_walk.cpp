@@ -2,6 +2,7 @@
 
 #include <functional>
 
+#include "tessera/core/error.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/zarr/metadata.hpp"
 
@@ -37,11 +38,16 @@ std::vector<WalkedLeaf> find_leaves(const io::Store& hive_root) {
       const std::string key = io::join_key(path, child);
       if (child.ends_with(".zarr")) {
         if (path.empty() || child.ends_with(".pyramid.zarr")) continue;  // leaves sit below the base
-        const auto attributes = root_attributes(hive_root, key);
-        if (attributes.contains("role")) continue;
         WalkedLeaf leaf{key, shard_of_basename(child), false};
-        if (attributes.contains("morton_hive_commit") && attributes.at("morton_hive_commit").is_object())
-          leaf.committed = parse_commit_stamp(attributes.at("morton_hive_commit"), io::join_key(key, "zarr.json")).complete;
+        try {
+          const auto attributes = root_attributes(hive_root, key);
+          if (attributes.contains("role")) continue;
+          if (attributes.contains("morton_hive_commit") && attributes.at("morton_hive_commit").is_object())
+            leaf.committed = parse_commit_stamp(attributes.at("morton_hive_commit"), io::join_key(key, "zarr.json")).complete;
+        } catch (const Error&) {
+          // A leaf whose root zarr.json or stamp does not parse is still a leaf (uncommitted):
+          // verify reports what is wrong with it instead of the walk stopping there.
+        }
         leaves.push_back(std::move(leaf));
       } else if (path.empty() ? is_base_component(child) : is_digit_component(child)) {
         visit(key);

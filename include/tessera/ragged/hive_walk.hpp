@@ -20,7 +20,8 @@ struct WalkedLeaf {
 
 // Sign+base children of the root (`1`…`6`, `-1`…`-6`), then digit children of any length made of
 // 1–4 (one directory per `path_grouping` digits); `*.zarr` entries are leaves except
-// `*.pyramid.zarr` columns and stores whose root attributes carry `role`. In listing order.
+// `*.pyramid.zarr` columns and stores whose root attributes carry `role`. A leaf whose root
+// `zarr.json` or stamp cannot be parsed is listed, uncommitted. In listing order.
 std::vector<WalkedLeaf> find_leaves(const io::Store& hive_root);
 
 }  // namespace tessera::ragged::hive

@@ -1,6 +1,6 @@
 // The morton-hive pieces of the zagg-ragged bindings: a hive's manifest, a leaf's commit stamp,
 // the root coverage MOC, leaf paths and the walk that finds leaves (spec zagg-ragged.md §4.7),
-// and the §7 content hashes. python/tessera/_ragged_hive.py builds the public functions on these.
+// the §7 content hashes, and cells ↔ latitude/longitude. python/tessera/_ragged_hive.py builds the public functions on these.
 // Every call opens a local directory store and runs with the GIL released.
 #include <optional>
 #include <string>
@@ -9,12 +9,15 @@
 #include "bindings.hpp"
 #include "tessera/io/store.hpp"
 #include "tessera/io/uri.hpp"
+#include "tessera/core/error.hpp"
 #include "tessera/ragged/content_hash.hpp"
+#include "tessera/ragged/geocode.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/hive_walk.hpp"
 #include "tessera/ragged/leaf_fields.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/ragged_field.hpp"
+#include "tessera/zarr/array.hpp"
 
 namespace tessera::python {
 namespace {
@@ -138,9 +141,76 @@ py::list walk_leaves(const std::string& path) {
   return out;
 }
 
+using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using IdArray = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>;
+
+// NESTED ids at `order` of geodetic points (the build's geocoding, spec §6.4); a point refused by
+// the build (non-finite, latitude outside ±90) is a UsageError naming its index.
+IdArray cell_of(const DoubleArray& lat, const DoubleArray& lon, int order, const std::string& latitude) {
+  if (order < 0 || order > 29) throw UsageError("cell order " + std::to_string(order) + " is outside 0…29");
+  if (lat.size() != lon.size())
+    throw UsageError("lat and lon differ in length (" + std::to_string(lat.size()) + " and " + std::to_string(lon.size()) + ")");
+  const auto convention = ragged::geo::parse_latitude(latitude);
+  IdArray out(lat.request().shape);
+  const double *la = lat.data(), *lo = lon.data();
+  std::uint64_t* ids = out.mutable_data();
+  std::optional<py::ssize_t> refused;
+  {
+    py::gil_scoped_release release;
+    for (py::ssize_t i = 0; i < lat.size() && !refused; ++i) {
+      const auto id = ragged::geo::point_nested29(la[i], lo[i], convention);
+      if (!id) refused = i;
+      else ids[i] = *id >> (2 * (29 - order));
+    }
+  }
+  if (refused)
+    throw UsageError("point " + std::to_string(*refused) + ": (" + std::to_string(la[*refused]) + ", " +
+                     std::to_string(lo[*refused]) + ") is not a finite latitude in [-90, 90] and longitude");
+  return out;
+}
+
+// Geodetic (lat, lon) degrees of the centres of NESTED cells at `order`.
+py::tuple cell_centres(const IdArray& ids, int order, const std::string& latitude) {
+  const auto convention = ragged::geo::parse_latitude(latitude);
+  DoubleArray lat(ids.request().shape), lon(ids.request().shape);
+  const std::uint64_t* in = ids.data();
+  double *la = lat.mutable_data(), *lo = lon.mutable_data();
+  {
+    py::gil_scoped_release release;
+    for (py::ssize_t i = 0; i < ids.size(); ++i) {
+      const auto centre = ragged::geo::cell_centre(in[i], order, convention);
+      la[i] = centre.lat;
+      lo[i] = centre.lon;
+    }
+  }
+  return py::make_tuple(lat, lon);
+}
+
+// A dense array of a leaf (counts, statistics, per-cell times) whole, as numpy.
+py::array read_array(const std::string& path, const std::string& array) {
+  std::vector<std::byte> bytes;
+  std::vector<py::ssize_t> shape;
+  DType dtype = DType::U8;
+  {
+    py::gil_scoped_release release;
+    const auto store = io::open_store(path);
+    const auto a = zarr::Array::open(*store, array);
+    if (a.data_type().vlen)
+      throw UsageError(path + ": " + array +
+                       " holds variable-length cells (a ragged field); read it with read_cell or read_raw_values");
+    bytes = a.read_all();
+    for (const auto extent : a.shape()) shape.push_back(static_cast<py::ssize_t>(extent));
+    dtype = a.data_type().dtype;
+  }
+  return bytes_to_numpy(std::move(bytes), dtype, std::move(shape));
+}
+
 }  // namespace
 
 void bind_ragged_hive(py::module_& m) {
+  m.def("ragged_read_array", &read_array, py::arg("path"), py::arg("array"));
+  m.def("ragged_cell_of", &cell_of, py::arg("lat"), py::arg("lon"), py::arg("order"), py::arg("latitude"));
+  m.def("ragged_cell_centres", &cell_centres, py::arg("cells"), py::arg("order"), py::arg("latitude"));
   m.def("ragged_hashes", &hashes, py::arg("path"), py::arg("root") = "");
   m.def("ragged_commit_stamp", &commit_stamp, py::arg("path"));
   m.def("ragged_manifest", &manifest, py::arg("path"));

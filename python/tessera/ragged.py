@@ -37,6 +37,7 @@ __all__ = [
     "read_cell", "read_tensors", "read_raw_values", "read_locations", "read_times", "cell_index",
     "hashes", "has_exact_occupancy", "commit_stamp", "manifest", "root_coverage", "leaf_path",
     "leaves", "summarize", "leaves_to_dask", "build", "verify", "to_decimal", "parse_word",
+    "cell_of", "cell_centres",
 ]
 
 PathLike = Union[str, "_os.PathLike[str]"]
@@ -53,6 +54,33 @@ class CellIndexError(UsageError, IndexError):
 
 
 RaggedWarning.__module__ = __name__
+
+
+def cell_of(lat: Any, lon: Any, order: int, *, latitude: str = "authalic") -> np.ndarray:
+    """HEALPix NESTED ids (``uint64``, the shape of ``lat``) at ``order`` of geodetic points in
+    degrees, exactly as `ragged build` places them (spec §6.4).
+
+    ``latitude="authalic"`` (the build's default) first maps the geodetic latitude to the WGS84
+    authalic latitude, so the ids match ``healpy.ang2pix(2**order, lon, authalic_lat, nest=True,
+    lonlat=True)``, not ``ang2pix`` of the geodetic latitude; ``"geodetic-spherical"`` uses the
+    latitude as it is (and matches healpy on the raw latitude). A non-finite point or a latitude
+    outside ±90 raises `tessera.UsageError`."""
+    lat = np.asarray(lat, dtype=np.float64)
+    lon = np.asarray(lon, dtype=np.float64)
+    if lat.shape != lon.shape:
+        raise UsageError(f"lat and lon differ in shape: {lat.shape} and {lon.shape}")
+    return _tessera.ragged_cell_of(lat, lon, int(order), latitude)
+
+
+def cell_centres(cells: Any, order: int, *, latitude: str = "authalic") -> tuple[np.ndarray, np.ndarray]:
+    """The geodetic ``(lat, lon)`` degrees (longitude in [0, 360)) of the centres of NESTED cells
+    at ``order``: healpy's ``pix2ang(..., nest=True, lonlat=True)``, with the latitude mapped back
+    from authalic to geodetic under ``latitude="authalic"``, so ``cell_of(*cell_centres(c, k), k)``
+    is ``c``. An id outside ``12·4**order`` raises `tessera.UsageError`."""
+    cells = np.asarray(cells)
+    if cells.dtype.kind not in "iu" or (cells.dtype.kind == "i" and cells.size and cells.min() < 0):
+        raise UsageError(f"cells must be non-negative integers, got {cells.dtype}")
+    return _tessera.ragged_cell_centres(cells.astype(np.uint64), int(order), latitude)
 
 
 def to_decimal(word: Word) -> str:
@@ -377,6 +405,15 @@ class Leaf:
         if "/" in field:
             return field
         return _tessera.ragged_resolve_field(self._path, field)
+
+    def read_array(self, name: str) -> np.ndarray:
+        """A dense array of the leaf, whole, as numpy: ``count``, the `build --stats` arrays
+        (``h_mean``, ``h_min``, … fill NaN), per-cell times, ``morton``. ``name`` is an array path
+        (``"12/h_mean"``) or a bare name resolved like a field. One element per cell of the leaf
+        (index ``i`` is cell ``axis()["root_start"] + i`` at the cell order). A ragged field
+        (variable-length cells) raises `tessera.UsageError`: read those with `read_cell`."""
+        path = name if "/" in name else _tessera.ragged_resolve_field(self._path, name)
+        return _tessera.ragged_read_array(self._path, path)
 
     def field(self, name: str) -> Field:
         """The `Field` ``name`` (opened once and cached)."""

@@ -68,6 +68,19 @@ double authalic_forward_deg(double lat_deg) noexcept {
   return std::clamp(beta * kRadToDeg, -90.0, 90.0);
 }
 
+double authalic_inverse_deg(double beta_deg) noexcept {
+  if (std::abs(beta_deg) >= 90.0) return std::clamp(beta_deg, -90.0, 90.0);
+  // forward(φ) − φ is a small smooth correction (< 0.2°) whose slope is far below 1, so
+  // φ ← β − (forward(φ) − φ) contracts; a few steps reach the double nearest the inverse.
+  double phi = beta_deg;
+  for (int i = 0; i < 8; ++i) {
+    const double next = beta_deg - (authalic_forward_deg(phi) - phi);
+    if (next == phi) break;
+    phi = next;
+  }
+  return std::clamp(phi, -90.0, 90.0);
+}
+
 std::uint64_t nest29(double lat_rad, double lon_rad) noexcept {
   const double z = std::sin(lat_rad);
   double lon = std::fmod(lon_rad, 2.0 * std::numbers::pi);
@@ -120,6 +133,45 @@ std::optional<std::uint64_t> point_word(double lat_deg, double lon_deg, Latitude
   const auto id = point_nested29(lat_deg, lon_deg, convention);
   if (!id) return std::nullopt;
   return morton::point_from_nested29(*id);
+}
+
+LatLon cell_centre(std::uint64_t nested_id, int order, Latitude convention) {
+  if (order < 0 || order > 29) throw UsageError("cell order " + std::to_string(order) + " is outside 0…29");
+  const std::uint64_t cells_per_face = morton::pow4(order);
+  if (nested_id >= 12 * cells_per_face)
+    throw UsageError("cell " + std::to_string(nested_id) + " is not a NESTED id at order " + std::to_string(order) +
+                     " (ids run below 12·4^" + std::to_string(order) + ")");
+  // HEALPix pix2ang for the NESTED scheme (Górski et al. 2005): the face's ring and the
+  // position along it, from the face and the in-face (x, y).
+  static constexpr int kFaceRow[12] = {2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4};
+  static constexpr int kFaceColumn[12] = {1, 3, 5, 7, 0, 2, 4, 6, 1, 3, 5, 7};
+  const auto face = static_cast<int>(nested_id / cells_per_face);
+  const morton::XY xy = morton::rank_to_xy(nested_id % cells_per_face);
+  const std::int64_t nside = std::int64_t{1} << order, ix = xy.x, iy = xy.y;
+  const std::int64_t ring = kFaceRow[face] * nside - ix - iy - 1;
+  const double n = static_cast<double>(nside);
+  std::int64_t nr = nside, kshift = 0;
+  double sphere_lat = 0;
+  // In the caps 1 − |z| = nr²/(3·nside²) = 2·sin²(θ/2) for the distance θ from the pole, which
+  // keeps the precision a latitude from asin(z) would lose next to the poles.
+  const auto from_pole = [&](std::int64_t rings) {
+    return 2.0 * std::asin(static_cast<double>(rings) / (std::sqrt(6.0) * n)) * kRadToDeg;
+  };
+  if (ring < nside) {  // north polar cap
+    nr = ring;
+    sphere_lat = 90.0 - from_pole(nr);
+  } else if (ring > 3 * nside) {  // south polar cap
+    nr = 4 * nside - ring;
+    sphere_lat = from_pole(nr) - 90.0;
+  } else {  // equatorial belt
+    sphere_lat = std::asin(static_cast<double>(2 * nside - ring) * 2.0 / (3.0 * n)) * kRadToDeg;
+    kshift = (ring - nside) & 1;
+  }
+  std::int64_t jp = (kFaceColumn[face] * nr + ix - iy + 1 + kshift) / 2;
+  if (jp > 4 * nside) jp -= 4 * nside;
+  if (jp < 1) jp += 4 * nside;
+  const double lon = (static_cast<double>(jp) - 0.5 * static_cast<double>(kshift + 1)) * 90.0 / static_cast<double>(nr);
+  return {convention == Latitude::Authalic ? authalic_inverse_deg(sphere_lat) : sphere_lat, lon};
 }
 
 }  // namespace tessera::ragged::geo

@@ -29,6 +29,11 @@ std::string_view name_of(Latitude convention) noexcept;
 // §6.4 step 2, clamped to [−90, 90]. 30° → 29.888997034459614.
 double authalic_forward_deg(double lat_deg) noexcept;
 
+// The geodetic latitude (degrees) whose authalic latitude is `beta_deg`: the series above
+// inverted by fixed-point iteration, so authalic_forward_deg(authalic_inverse_deg(β)) == β to
+// within a few ulps.
+double authalic_inverse_deg(double beta_deg) noexcept;
+
 // The order-29 HEALPix NESTED id of a sphere point; `lat_rad` is the latitude already on the
 // sphere (authalic or geodetic-spherical), `lon_rad` any finite longitude.
 std::uint64_t nest29(double lat_rad, double lon_rad) noexcept;
@@ -42,5 +47,13 @@ CoordinateFault check_coordinates(double lat_deg, double lon_deg) noexcept;
 std::optional<std::uint64_t> point_nested29(double lat_deg, double lon_deg, Latitude convention) noexcept;
 // The same as a packed point word.
 std::optional<std::uint64_t> point_word(double lat_deg, double lon_deg, Latitude convention);
+
+// The centre of HEALPix NESTED cell `nested_id` at `order` (0…29) as geodetic (lat, lon) degrees
+// under `convention`, longitude in [0, 360) (HEALPix's pix2ang, then the inverse authalic
+// latitude). UsageError for an id outside the order's 12·4^order cells.
+struct LatLon {
+  double lat = 0, lon = 0;
+};
+LatLon cell_centre(std::uint64_t nested_id, int order, Latitude convention);
 
 }  // namespace tessera::ragged::geo

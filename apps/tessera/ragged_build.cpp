@@ -6,8 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <optional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
@@ -31,7 +35,26 @@ struct BuildArgs {
   bool located = false, timed = false, stats = false, unsharded = false;
   std::optional<std::string> per_cell_time;
   std::string stats_prefix = "h";
+  std::optional<std::string> valid_range;
 };
+
+// `--valid-range MIN,MAX` (either side may be empty: `0,` keeps non-negative values) into the
+// options' bounds; CLI::ValidationError for anything else.
+void parse_valid_range(const std::string& text, ragged::build::BuildOptions& o) {
+  const auto comma = text.find(',');
+  const auto bound = [&](std::string_view part) -> std::optional<double> {
+    if (part.empty()) return std::nullopt;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc() || end != part.data() + part.size() || !std::isfinite(v))
+      throw CLI::ValidationError("--valid-range", "'" + text + "': MIN and MAX must be finite numbers (MIN,MAX)");
+    return v;
+  };
+  if (comma == std::string::npos || text.find(',', comma + 1) != std::string::npos)
+    throw CLI::ValidationError("--valid-range", "'" + text + "': give MIN,MAX (one side may be empty)");
+  o.valid_min = bound(std::string_view(text).substr(0, comma));
+  o.valid_max = bound(std::string_view(text).substr(comma + 1));
+}
 
 void draw_progress(const ragged::build::BuildProgress& p) {
   constexpr int kWidth = 30;
@@ -52,6 +75,7 @@ ragged::build::BuildOptions options_of(BuildArgs& a) {
   if ((a.timed || a.per_cell_time || a.time_format) && !a.o.time_col)
     throw CLI::ValidationError("--time-col", "--timed, --per-cell-time and --time-format need --time-col");
   if (a.time_format) o.time_format = ragged::build::parse_time_format(*a.time_format);
+  if (a.valid_range) parse_valid_range(*a.valid_range, o);
   ragged::LeafGeometry& g = o.leaf.geometry;
   g.chunk_order = a.chunk_order ? *a.chunk_order : std::min(g.cell_order, g.shard_order + 4);
   g.unsharded = a.unsharded;
@@ -119,8 +143,8 @@ void print_report(const ragged::build::BuildReport& r, const std::string& out) {
 
 void register_ragged_build(CLI::App& ragged, int& rc) {
   auto a = std::make_shared<BuildArgs>();
-  CLI::App* cmd = ragged.add_subcommand("build", "Build a morton-hive store of t-digests from point observations (CSV or .npy columns)");
-  cmd->add_option("--input", a->o.inputs, "CSV file with a header row, or a directory of .npy columns (repeatable)")->required();
+  CLI::App* cmd = ragged.add_subcommand("build", "Build a morton-hive store of t-digests from point observations (CSV, Parquet or .npy columns)");
+  cmd->add_option("--input", a->o.inputs, "CSV file with a header row, Parquet file, or directory of .npy columns (repeatable)")->required();
   cmd->add_option("--out", a->out, "hive store to create or add leaves to")->required();
   cmd->add_option("--lat-col", a->o.lat_col, "latitude column, degrees (default lat)");
   cmd->add_option("--lon-col", a->o.lon_col, "longitude column, degrees (default lon)");
@@ -138,6 +162,10 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
   cmd->add_option("--stats-prefix", a->stats_prefix, "prefix of the statistics arrays (default h)");
   cmd->add_option("--sigma-col", a->o.sigma_col, "per-row sigma: inverse-variance weighted mean and {prefix}_sigma");
   cmd->add_flag("--strict", a->o.strict, "stop at the first bad row instead of counting it");
+  cmd->add_option("--drop-value", a->o.drop_values,
+                  "drop (and count as fill_value) rows whose value equals V, e.g. a product's fill value (repeatable)");
+  cmd->add_option("--valid-range", a->valid_range,
+                  "MIN,MAX: drop (and count as outside_valid_range) rows whose value lies outside, bounds included");
   cmd->add_option("--field", a->field, "field name (default h_tdigest)");
   cmd->add_option("--delta", a->delta, "t-digest compression delta (default 8192)")->check(CLI::Range(1.0, 1e9));
   cmd->add_flag("--located", a->located, "write the _locations companion (point words, common ancestors)");

@@ -174,6 +174,13 @@ def _column(name: str, values: Any) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
+def _np_list(values: Any) -> list:
+    """None → [], a scalar → [it], anything iterable → its items."""
+    if values is None:
+        return []
+    return list(np.atleast_1d(np.asarray(values, dtype=np.float64)))
+
+
 def build(output: PathLike, *, lat: Any, lon: Any, value: Any, time: Any = None, weight: Any = None,
           sigma: Any = None, **options: Any) -> dict:
     """Builds a morton-hive store (or adds leaves to one) from numpy columns; returns the build report.
@@ -185,6 +192,9 @@ def build(output: PathLike, *, lat: Any, lon: Any, value: Any, time: Any = None,
     ``cell_order``, ``shard_order``, ``chunk_order``, ``field``, ``delta``, ``stats``, ``located``,
     ``per_cell_time``, ``latitude``, ``layout``, ``unsharded``, ``overwrite``, ``strict``,
     ``threads``, ... (``cell_order=8`` → ``--cell-order 8``; True adds a bare flag).
+    ``drop_value`` (a number or several: fill values) and ``valid_range=(low, high)`` (either may
+    be None) drop rows before aggregation; the report counts them under ``fill_value`` and
+    ``outside_valid_range``.
 
     The columns are written as ``.npy`` files to a temporary directory and the packaged CLI runs
     the build in a child process. Errors raise the matching `tessera.Error`.
@@ -199,6 +209,12 @@ def build(output: PathLike, *, lat: Any, lon: Any, value: Any, time: Any = None,
             raise UsageError(f"build() sets {key!r} itself; pass the column as an argument")
     if "time" in columns:
         options.setdefault("time_format", "unix-ns")
+    # Values may be negative: passed as `--flag=VALUE` so they are never read as flags.
+    value_flags = [f"--drop-value={float(v)!r}" for v in _np_list(options.pop("drop_value", None))]
+    if options.get("valid_range") is not None:
+        low, high = options.pop("valid_range")
+        bound = (lambda v: "" if v is None else repr(float(v)))
+        value_flags.append(f"--valid-range={bound(low)},{bound(high)}")
     with _tempfile.TemporaryDirectory(prefix="tessera-build-") as tmp:
         for name, column in columns.items():
             np.save(_os.path.join(tmp, f"{name}.npy"), column)
@@ -207,24 +223,20 @@ def build(output: PathLike, *, lat: Any, lon: Any, value: Any, time: Any = None,
         for name in ("time", "weight", "sigma"):
             if name in columns:
                 args += [f"--{name}-col", name]
-        proc = _cli.run(args + _cli.option_args(options))
+        proc = _cli.run(args + _cli.option_args(options) + value_flags)
     return _json.loads(proc.stdout)
 
 
 def verify(path: PathLike, *, shard: Optional[Word] = None) -> dict:
     """Runs `tessera ragged verify` on a leaf (or a hive root with ``shard=``); returns its report
-    (``path``, ``ok``, ``checked``, ``failures``). On a hive root without ``shard`` every committed
-    leaf (`leaves`) is verified: ``{"path", "ok", "leaves": [report, ...]}``. A failed
+    (``path``, ``ok``, ``checked``, ``failures``). On a hive root without ``shard`` every leaf the
+    hive walk finds is verified, each on its own (a leaf without a complete commit stamp is a
+    failure): ``{"path", "kind": "hive", "ok", "failed", "leaves": [report, ...]}``. A failed
     verification is reported (``ok`` False), not raised; errors that stop the check (a missing
     path, a hive root without leaves) raise the matching `tessera.Error`."""
     from . import cli_path
 
     path = _as_path(path)
-    if shard is None and manifest(path) is not None:
-        reports = [verify(leaf) for leaf in leaves(path)]
-        if not reports:
-            raise UsageError(f"{path}: the hive has no committed leaf")
-        return {"path": path, "ok": all(r["ok"] for r in reports), "leaves": reports}
     args = [str(cli_path()), "ragged", "verify", path]
     if shard is not None:
         args += ["--shard", shard if isinstance(shard, str) else to_decimal(shard)]

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -157,19 +158,46 @@ class Spill {
   std::size_t buffered_ = 0;
 };
 
-enum class Fault : std::uint8_t { Ok, NonFiniteCoordinate, LatitudeOutOfRange, NonFiniteValue, BadWeight, BadSigma, BadTime };
+enum class Fault : std::uint8_t {
+  Ok,
+  NonFiniteCoordinate,
+  LatitudeOutOfRange,
+  NonFiniteValue,
+  FillValue,
+  OutsideValidRange,
+  BadWeight,
+  BadSigma,
+  BadTime
+};
 
 const char* reason_of(Fault f) {
   switch (f) {
     case Fault::NonFiniteCoordinate: return "non_finite_coordinate";
     case Fault::LatitudeOutOfRange: return "latitude_out_of_range";
     case Fault::NonFiniteValue: return "non_finite_value";
+    case Fault::FillValue: return "fill_value";
+    case Fault::OutsideValidRange: return "outside_valid_range";
     case Fault::BadWeight: return "bad_weight";
     case Fault::BadSigma: return "bad_sigma";
     case Fault::BadTime: return "bad_time";
     case Fault::Ok: break;
   }
   return "ok";
+}
+
+// The shortest text that reads back as `v`.
+std::string number_text(double v) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, v).ptr;
+  return std::string(text, end);
+}
+
+// FillValue or OutsideValidRange for a finite value the options drop, else Ok.
+Fault value_fault(const BuildOptions& o, double v) {
+  for (const double drop : o.drop_values)
+    if (v == drop || v == static_cast<double>(static_cast<float>(drop))) return Fault::FillValue;
+  if ((o.valid_min && v < *o.valid_min) || (o.valid_max && v > *o.valid_max)) return Fault::OutsideValidRange;
+  return Fault::Ok;
 }
 
 std::string describe(Fault f, const detail::RowBlock& b, std::size_t i) {
@@ -179,6 +207,8 @@ std::string describe(Fault f, const detail::RowBlock& b, std::size_t i) {
       return "coordinates (" + std::to_string(b.lat[i]) + ", " + std::to_string(b.lon[i]) + ") are " +
              (f == Fault::NonFiniteCoordinate ? "not finite" : "outside latitude [-90, 90]");
     case Fault::NonFiniteValue: return "the value is missing or not finite";
+    case Fault::FillValue: return "the value " + number_text(b.value[i]) + " is a --drop-value (a fill value)";
+    case Fault::OutsideValidRange: return "the value " + number_text(b.value[i]) + " lies outside --valid-range";
     case Fault::BadWeight: return "the weight is not a positive finite number";
     case Fault::BadSigma: return "sigma is not a positive finite number";
     case Fault::BadTime: return "the time does not parse or lies outside the toc range";
@@ -240,6 +270,11 @@ void check_options(const BuildOptions& o) {
   if (f.timed && !o.time_col) throw UsageError("ragged build: --timed needs --time-col");
   if (o.leaf.per_cell_time && !o.time_col) throw UsageError("ragged build: --per-cell-time needs --time-col");
   if (o.sigma_col && !o.leaf.stats.sigma) throw UsageError("ragged build: --sigma-col needs --stats");
+  for (const double drop : o.drop_values)
+    if (!std::isfinite(drop)) throw UsageError("ragged build: --drop-value must be finite (non-finite values are always dropped)");
+  if (o.valid_min && o.valid_max && !(*o.valid_min <= *o.valid_max))
+    throw UsageError("ragged build: --valid-range: the minimum " + number_text(*o.valid_min) + " is above the maximum " +
+                     number_text(*o.valid_max));
   o.leaf.validate();
 }
 
@@ -264,9 +299,13 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
     // refused as a whole (before anything is read or written).
     if (!o.overwrite && store.exists("zarr.json"))
       throw UsageError(out + ": a store already exists here (use --overwrite to add to it or replace its chunks)");
-  } else {
-    hive::write_or_check_manifest(store, {o.dataset_name, o.dataset_version, o.leaf.semantic_hash, g.cell_order, g.shard_order});
   }
+  const hive::ManifestSpec manifest{o.dataset_name, o.dataset_version, o.leaf.semantic_hash, g.cell_order, g.shard_order};
+  // Refused at once when the store's frozen parameters differ; written only before the first
+  // leaf commits (below), so a build that fails before then (a wrong column, a bad row under
+  // --strict) leaves no manifest a corrected retry would be checked against.
+  if (!g.flat) (void)hive::check_manifest(store, manifest);
+  bool manifest_written = g.flat;
 
   const int threads = o.threads ? static_cast<int>(o.threads) : tbb::task_arena::automatic;
   tbb::task_arena arena(threads);
@@ -299,6 +338,7 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
               case geo::CoordinateFault::Ok: break;
             }
             if (f == Fault::Ok && !std::isfinite(b.value[i])) f = Fault::NonFiniteValue;
+            if (f == Fault::Ok) f = value_fault(o, b.value[i]);
             if (f == Fault::Ok && layout.weight && !(std::isfinite(b.weight[i]) && b.weight[i] > 0)) f = Fault::BadWeight;
             if (f == Fault::Ok && layout.sigma && !(std::isfinite(b.sigma[i]) && b.sigma[i] > 0)) f = Fault::BadSigma;
             if (f == Fault::Ok && layout.time && b.time[i] == 0) f = Fault::BadTime;
@@ -373,6 +413,10 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
         }
       });
     });
+    if (!manifest_written) {
+      hive::write_or_check_manifest(store, manifest);
+      manifest_written = true;
+    }
     LeafReport leaf;
     arena.execute([&] { leaf = writer.commit(o.writer); });  // the hashes honour `threads` too
     report.warnings.insert(report.warnings.end(), leaf.warnings.begin(), leaf.warnings.end());

@@ -1,6 +1,7 @@
 // CSV and .npy column inputs of `ragged build`.
 #include "build_input.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <limits>
 
 #include "tessera/core/civil_date.hpp"
+#include "tessera/codec/csv.hpp"
 #include "tessera/codec/npy.hpp"
 #include "tessera/core/dtype.hpp"
 #include "tessera/core/endian.hpp"
@@ -35,17 +37,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
   return s;
-}
-
-double parse_double(std::string_view s) noexcept {
-  s = trim(s);
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  double v = kNaN;
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return kNaN;
-  return v;
 }
 
 // `YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|+00:00]` (UTC) → nanoseconds since 1970.
@@ -86,56 +78,27 @@ std::optional<std::int64_t> parse_iso_utc(std::string_view s) noexcept {
   return secs * 1000000000 + frac;
 }
 
-// Splits one CSV line on commas (no embedded commas in quoted fields).
-void split(std::string_view line, std::vector<std::string_view>& out) {
-  out.clear();
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = line.find(',', start);
-    out.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-}
-
 void read_csv(const std::string& path, std::size_t file_index, const Columns& c, std::size_t block_rows,
               const std::function<void(RowBlock&)>& sink) {
   // Read in slices with pread, so memory stays bounded whatever the file size (a mapped file's
-  // touched pages would count against the process).
-  constexpr std::uint64_t kSlice = std::uint64_t{8} << 20;
+  // touched pages would count against the process); records are RFC 4180 (quoted fields,
+  // doubled quotes, CRLF, a byte-order mark).
   const auto source = io::open_file(path, io::OpenMode::Pread);
-  const std::uint64_t size = source->size();
-  std::string buffer;
-  std::size_t pos = 0;
   std::uint64_t offset = 0;
-  // The next line (without its newline); valid until the following call.
-  const auto next_line = [&](std::string_view& line) {
-    for (;;) {
-      const std::size_t nl = buffer.find('\n', pos);
-      if (nl != std::string::npos || offset >= size) {
-        if (nl == std::string::npos && pos >= buffer.size()) return false;
-        const std::size_t end = nl == std::string::npos ? buffer.size() : nl;
-        line = std::string_view(buffer).substr(pos, end - pos);
-        pos = nl == std::string::npos ? buffer.size() : nl + 1;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        return true;
-      }
-      buffer.erase(0, pos);
-      pos = 0;
-      const std::size_t n = static_cast<std::size_t>(std::min(kSlice, size - offset));
-      const std::size_t old = buffer.size();
-      buffer.resize(old + n);
-      source->read_at(offset, std::as_writable_bytes(std::span(buffer.data() + old, n)));
-      offset += n;
-    }
-  };
-  std::string_view line;
-  if (!next_line(line)) throw FormatError(path + ": empty CSV file (a header row is needed)", path, "csv");
+  codec::csv::RecordReader reader(
+      [&](std::span<char> out) {
+        const std::uint64_t n = std::min<std::uint64_t>(out.size(), source->size() - offset);
+        source->read_at(offset, std::as_writable_bytes(out.first(static_cast<std::size_t>(n))));
+        offset += n;
+        return static_cast<std::size_t>(n);
+      },
+      path);
   std::vector<std::string_view> fields;
-  split(line, fields);
+  if (!reader.next(fields)) throw FormatError(path + ": empty CSV file (a header row is needed)", path, "csv");
+  std::vector<std::string> header(fields.begin(), fields.end());
   const auto column = [&](const std::string& name) -> std::size_t {
-    for (std::size_t i = 0; i < fields.size(); ++i)
-      if (trim(fields[i]) == name) return i;
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (trim(header[i]) == name) return i;
     throw UsageError(path + ": no column '" + name + "' in the CSV header");
   };
   const std::size_t lat = column(c.lat), lon = column(c.lon), value = column(c.value);
@@ -144,25 +107,23 @@ void read_csv(const std::string& path, std::size_t file_index, const Columns& c,
   const std::size_t time = c.time ? column(*c.time) : kNone;
   const std::size_t weight = c.weight ? column(*c.weight) : kNone;
   const std::size_t sigma = c.sigma ? column(*c.sigma) : kNone;
-  const std::size_t width = fields.size();
+  const std::size_t width = header.size();
   RowBlock block;
   block.file = file_index;
   block.first_row = 1;
-  std::uint64_t row = 0, line_no = 1;
-  while (next_line(line)) {
-    ++line_no;
-    if (trim(line).empty()) continue;
-    split(line, fields);
+  std::uint64_t row = 0;
+  while (reader.next(fields)) {
+    if (fields.size() == 1 && trim(fields[0]).empty()) continue;  // a blank line
     if (fields.size() != width)
-      throw FormatError(path + ": line " + std::to_string(line_no) + " has " + std::to_string(fields.size()) + " fields, the header " +
-                            std::to_string(width),
+      throw FormatError(path + ": line " + std::to_string(reader.line()) + " has " + std::to_string(fields.size()) +
+                            " fields, the header " + std::to_string(width),
                         path, "csv");
     ++row;
-    block.lat.push_back(parse_double(fields[lat]));
-    block.lon.push_back(parse_double(fields[lon]));
-    block.value.push_back(parse_double(fields[value]));
-    if (weight != kNone) block.weight.push_back(parse_double(fields[weight]));
-    if (sigma != kNone) block.sigma.push_back(parse_double(fields[sigma]));
+    block.lat.push_back(parse_number(fields[lat]));
+    block.lon.push_back(parse_number(fields[lon]));
+    block.value.push_back(parse_number(fields[value]));
+    if (weight != kNone) block.weight.push_back(parse_number(fields[weight]));
+    if (sigma != kNone) block.sigma.push_back(parse_number(fields[sigma]));
     if (time != kNone) block.time.push_back(parse_time(trim(fields[time]), c.time_format));
     if (block.size() == block_rows) {
       sink(block);
@@ -247,6 +208,15 @@ void read_npy_dir(const std::string& dir, std::size_t file_index, const Columns&
 
 }  // namespace
 
+double parse_number(std::string_view s) noexcept {
+  s = trim(s);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double v = kNaN;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return kNaN;
+  return v;
+}
+
 std::uint64_t time_of_ns(std::int64_t ns, TimeFormat format) noexcept {
   try {
     switch (format) {
@@ -271,10 +241,24 @@ std::uint64_t parse_time(std::string_view text, TimeFormat format) noexcept {
   return time_of_ns(ns, format);
 }
 
+namespace {
+
+// Parquet files start with `PAR1`; anything else that is a file is read as CSV.
+bool is_parquet(const std::string& path) {
+  const auto source = io::open_file(path, io::OpenMode::Pread);
+  if (source->size() < 4) return false;
+  char magic[4];
+  source->read_at(0, std::as_writable_bytes(std::span(magic)));
+  return std::string_view(magic, 4) == "PAR1";
+}
+
+}  // namespace
+
 void read_input(const std::string& path, std::size_t file_index, const Columns& columns, std::size_t block_rows,
                 const std::function<void(RowBlock&)>& sink) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) read_npy_dir(path, file_index, columns, block_rows, sink);
+  else if (fs::is_regular_file(path, ec) && is_parquet(path)) read_parquet(path, file_index, columns, block_rows, sink);
   else if (fs::is_regular_file(path, ec)) read_csv(path, file_index, columns, block_rows, sink);
   else throw IoError(path + ": no such input file or directory", path);
 }

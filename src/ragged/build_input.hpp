@@ -1,5 +1,6 @@
 // Reading the point inputs of `ragged build` (private to the ragged module): CSV files with a
-// header row, or directories holding one `.npy` file per column, delivered in blocks of rows.
+// header row (RFC 4180), Parquet files, or directories holding one `.npy` file per column,
+// delivered in blocks of rows.
 // Values are widened to float64; a field that does not parse is NaN (and its row is refused by
 // the caller with the reason of that column); times become toc words (0 when unparsable).
 #pragma once
@@ -8,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/ragged/build.hpp"
@@ -35,6 +37,13 @@ struct RowBlock {
 // of different lengths); IoError: unreadable.
 void read_input(const std::string& path, std::size_t file_index, const Columns& columns, std::size_t block_rows,
                 const std::function<void(RowBlock&)>& sink);
+
+// One Parquet file (build_input_parquet.cpp), for read_input.
+void read_parquet(const std::string& path, std::size_t file_index, const Columns& columns, std::size_t block_rows,
+                  const std::function<void(RowBlock&)>& sink);
+
+// A number field as text (surrounding blanks and a leading '+' allowed); NaN when it does not parse.
+double parse_number(std::string_view text) noexcept;
 
 // The number of rows when known without parsing (.npy directories), for progress reports.
 std::optional<std::uint64_t> row_count(const std::string& path, const Columns& columns);

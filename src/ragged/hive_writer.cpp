@@ -55,12 +55,14 @@ Json manifest_document(const ManifestSpec& s, const std::string& generated_at) {
 }
 
 void write_or_check_manifest(io::Store& store, const ManifestSpec& spec) {
-  const Json mine = manifest_document(spec, utc_now_iso());
+  if (check_manifest(store, spec)) return;
+  put_text(store, std::string(kManifestKey), codec::json::dump(manifest_document(spec, utc_now_iso()), kIndent1));
+}
+
+bool check_manifest(const io::Store& store, const ManifestSpec& spec) {
   const auto existing = store.get(std::string(kManifestKey));
-  if (!existing) {
-    put_text(store, std::string(kManifestKey), codec::json::dump(mine, kIndent1));
-    return;
-  }
+  if (!existing) return false;
+  const Json mine = manifest_document(spec, utc_now_iso());
   const Manifest theirs = Manifest::parse(text_of(*existing));
   const Json& doc = theirs.document;
   // The structural keys first, so a geometry change is named as such rather than as a hash.
@@ -74,6 +76,7 @@ void write_or_check_manifest(io::Store& store, const ManifestSpec& spec) {
                        ") differs from this build's (" + (here ? mine[key].dump() : "absent") +
                        "); leaves can only be added with the same frozen parameters");
   }
+  return true;
 }
 
 std::vector<std::optional<std::string>> morton_box(std::uint64_t shard, int depth, std::span<const std::uint64_t> ranks) {

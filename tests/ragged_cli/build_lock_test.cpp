@@ -2,7 +2,8 @@
 // both fail, each deleting the other's staging leaf; now the second is refused at once, naming the
 // first one's pid, and touches nothing. The first build is stood in for by this process holding the
 // store's lock (deterministic: no race to win). A staging leaf of a writer that is still alive is
-// never removed, while one whose writer is gone is cleaned up by the next build.
+// never removed, while one whose writer is gone is cleaned up by the next build. A build that fails
+// before its first leaf commits leaves nothing a corrected retry is checked against.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
@@ -80,4 +81,37 @@ TEST(RaggedBuildLock, OnlyStagingLeavesOfGoneWritersAreRemoved) {
 }
 
 }  // namespace
+
+// A typo in --value-col (or a bad row under --strict) fails the build before any leaf is written;
+// the manifest it would have frozen must not be there, so a retry with other orders succeeds.
+TEST(RaggedBuildLock, AFailedFirstBuildLeavesNothingARetryTripsOn) {
+  tessera::testing::TempDir dir("ragged-build-retry");
+  const fs::path csv = write_points(dir.path());
+  const fs::path store = dir.path() / "hive";
+  const RunResult typo = run_cli({"ragged", "build", "--input", csv.string(), "--out", store.string(), "--value-col",
+                                  "valeu", "--cell-order", "10", "--shard-order", "6"});
+  EXPECT_EQ(typo.rc, 1) << typo.err;
+  EXPECT_NE(typo.err.find("valeu"), std::string::npos) << typo.err;
+  EXPECT_FALSE(fs::exists(store / "morton_hive.json")) << "a build that wrote no leaf froze the store's orders";
+
+  tessera::testing::write_file_text(dir.path() / "bad.csv", "lat,lon,value\n-70.1,9.9,1.5\n95.0,9.9,2.5\n");
+  const RunResult strict = run_cli({"ragged", "build", "--input", (dir.path() / "bad.csv").string(), "--out",
+                                    store.string(), "--value-col", "value", "--cell-order", "12", "--shard-order", "5",
+                                    "--strict"});
+  EXPECT_EQ(strict.rc, 1) << strict.err;
+  EXPECT_FALSE(fs::exists(store / "morton_hive.json"));
+
+  const RunResult retry = run_cli({"ragged", "build", "--input", csv.string(), "--out", store.string(), "--value-col",
+                                   "value", "--cell-order", "11", "--shard-order", "4"});
+  EXPECT_EQ(retry.rc, 0) << retry.err;
+  const std::string manifest = tessera::testing::read_file_text(store / "morton_hive.json");
+  EXPECT_NE(manifest.find("\"cell_order\": 11"), std::string::npos) << manifest;
+
+  // Once a leaf is committed the orders are frozen: a build with others is refused, naming the key.
+  const RunResult other = run_cli({"ragged", "build", "--input", csv.string(), "--out", store.string(), "--value-col",
+                                   "value", "--cell-order", "10", "--shard-order", "4", "--overwrite"});
+  EXPECT_NE(other.rc, 0) << other.err;
+  EXPECT_NE(other.err.find("'cell_order'"), std::string::npos) << other.err;
+}
+
 }  // namespace tessera::ragged

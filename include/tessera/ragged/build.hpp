@@ -2,7 +2,7 @@
 // of `tessera ragged build`.
 //
 // Two passes keep memory bounded by one shard's rows:
-//   1. read every input (CSV files with a header row, or directories of `.npy` columns) in
+//   1. read every input (CSV files with a header row, Parquet files, or directories of `.npy` columns) in
 //      blocks, geocode each row (in parallel), reject bad rows (counted by reason; `strict`
 //      stops at the first, naming its file and row, before any leaf is written), and spill the
 //      accepted rows to one file per shard below a hidden working directory of the store;
@@ -35,7 +35,7 @@ TimeFormat parse_time_format(std::string_view name);
 inline constexpr const char* kBuildLockName = ".tessera-build.lock";
 
 struct BuildOptions {
-  std::vector<std::string> inputs;  // CSV files or directories of .npy columns
+  std::vector<std::string> inputs;  // CSV files, Parquet files or directories of .npy columns
   std::string lat_col = "lat";
   std::string lon_col = "lon";
   std::string value_col;            // required
@@ -44,6 +44,12 @@ struct BuildOptions {
   std::optional<std::string> weight_col;  // makes the field flux
   std::optional<std::string> sigma_col;   // §6.1a weighted mean and sigma (needs stats)
   bool strict = false;
+  // Values dropped and counted before aggregation, like the other bad rows: one equal to a drop
+  // value (a product's fill value; also matched after rounding to float32, so 3.4028235e38 names
+  // float32's largest value) → `fill_value`; one outside [valid_min, valid_max] (inclusive, as
+  // CF's valid_min/valid_max) → `outside_valid_range`.
+  std::vector<double> drop_values;
+  std::optional<double> valid_min, valid_max;
 
   // The leaf layout: geometry, the one field, statistics, per-cell time, latitude convention,
   // metadata flavour. `granule_count` and `semantic_hash` are filled in by `run`.
@@ -56,7 +62,7 @@ struct BuildOptions {
 };
 
 // A row refused before aggregation, by reason: non_finite_coordinate, latitude_out_of_range,
-// non_finite_value, bad_weight, bad_sigma, bad_time.
+// non_finite_value, fill_value, outside_valid_range, bad_weight, bad_sigma, bad_time.
 struct LeafSummary {
   std::uint64_t shard = 0;
   std::string leaf;

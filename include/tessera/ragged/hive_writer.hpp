@@ -34,6 +34,11 @@ codec::json::Json manifest_document(const ManifestSpec& spec, const std::string&
 // `split_schedule`, `path_grouping`, `temporal`) and leaves the object alone. UsageError naming
 // the first key that differs.
 void write_or_check_manifest(io::Store& store, const ManifestSpec& spec);
+// The check alone, writing nothing: false when the store has no manifest, true when it has one
+// that agrees; UsageError as above when it does not. A build checks first and writes the
+// manifest only when its first leaf is about to commit, so a build that fails earlier leaves
+// nothing that steers (or refuses) the next one.
+[[nodiscard]] bool check_manifest(const io::Store& store, const ManifestSpec& spec);
 
 // The morton box of occupied cells of one shard (spec §4.4): ranks are subtree ranks at depth
 // `depth` below `shard`; ≤ 4 decimal ids, padded with nullopt to four slots.

@@ -17,8 +17,9 @@ packages=(
   libpng-dev libhdf5-dev libnetcdf-dev
   # Parquet footers (Thrift compact protocol), Arrow IPC metadata (flatbuffers), Parquet SNAPPY pages
   libthrift-dev thrift-compiler libflatbuffers-dev flatbuffers-compiler libsnappy-dev
-  # JSON, TOML, CLI, formatting, threads
-  nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libtbb-dev
+  # JSON, TOML, YAML (zagg's pipeline configs; python3-yaml reads them independently in tests),
+  # CLI, formatting, threads
+  nlohmann-json3-dev libtomlplusplus-dev libyaml-dev python3-yaml libcli11-dev libfmt-dev libtbb-dev
   # tests and benchmarks; the chaos campaign measures peak RSS with GNU time and hashes with perl
   googletest libgtest-dev libbenchmark-dev hyperfine time perl
   # independent readers used by the tests

@@ -16,7 +16,9 @@
 
 #include "commands.hpp"
 #include "ragged_common.hpp"
+#include "tessera/interop/granule.hpp"
 #include "tessera/ragged/build.hpp"
+#include "tessera/ragged/zagg_config.hpp"
 #include "tessera/version.hpp"
 
 namespace tessera::cli {
@@ -36,7 +38,29 @@ struct BuildArgs {
   std::optional<std::string> per_cell_time;
   std::string stats_prefix = "h";
   std::optional<std::string> valid_range;
+  std::optional<std::string> config;
 };
+
+// Settings from a zagg config (`--config`), each unless its flag was given: flags override the
+// config. HDF5 granules are read as its data_source says; other inputs by the columns it names.
+void apply_config(const CLI::App& cmd, BuildArgs& a, const ragged::zagg::Config& c) {
+  const auto unset = [&](const char* flag) { return cmd.count(flag) == 0; };
+  if (unset("--cell-order")) a.o.leaf.geometry.cell_order = c.cell_order;
+  if (unset("--shard-order")) a.o.leaf.geometry.shard_order = c.shard_order;
+  if (unset("--chunk-order") && c.chunk_order) a.chunk_order = c.chunk_order;
+  if (unset("--unsharded")) a.unsharded = c.unsharded;
+  if (unset("--stats")) a.stats = c.stats;
+  if (unset("--stats-prefix")) a.stats_prefix = c.stats_prefix;
+  if (unset("--field")) a.field = c.field;
+  if (unset("--delta")) a.delta = c.delta;
+  if (unset("--located")) a.located = c.located;
+  if (unset("--value-col")) a.o.value_col = c.value_variable;
+  if (unset("--sigma-col") && c.sigma_variable) a.o.sigma_col = c.sigma_variable;
+  a.o.input_reader = [plan = c.plan](const std::string& path, std::size_t file, std::size_t rows,
+                                     const ragged::build::PointSink& sink) {
+    return interop::read_granule(path, plan, file, rows, sink);
+  };
+}
 
 // `--valid-range MIN,MAX` (either side may be empty: `0,` keeps non-negative values) into the
 // options' bounds; CLI::ValidationError for anything else.
@@ -143,12 +167,15 @@ void print_report(const ragged::build::BuildReport& r, const std::string& out) {
 
 void register_ragged_build(CLI::App& ragged, int& rc) {
   auto a = std::make_shared<BuildArgs>();
-  CLI::App* cmd = ragged.add_subcommand("build", "Build a morton-hive store of t-digests from point observations (CSV, Parquet or .npy columns)");
+  CLI::App* cmd = ragged.add_subcommand("build", "Build a morton-hive store of t-digests from point observations (CSV, Parquet, .npy columns, or HDF5 granules with --config)");
   cmd->add_option("--input", a->o.inputs, "CSV file with a header row, Parquet file, or directory of .npy columns (repeatable)")->required();
   cmd->add_option("--out", a->out, "hive store to create or add leaves to")->required();
   cmd->add_option("--lat-col", a->o.lat_col, "latitude column, degrees (default lat)");
   cmd->add_option("--lon-col", a->o.lon_col, "longitude column, degrees (default lon)");
-  cmd->add_option("--value-col", a->o.value_col, "value column")->required();
+  cmd->add_option("--value-col", a->o.value_col, "value column (required without --config)");
+  cmd->add_option("--config", a->config,
+                  "a zagg pipeline config (YAML): HDF5 granule datasets, statistics and grid; flags override it")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--time-col", a->o.time_col, "time column (writes the _times companion)");
   cmd->add_option("--time-format", a->time_format, "iso | unix-ns | gps-ns | toc-ns (default iso)")
       ->check(CLI::IsMember({"iso", "unix-ns", "gps-ns", "toc-ns"}));
@@ -180,7 +207,9 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
   cmd->add_flag("--overwrite", a->o.overwrite, "replace committed leaves (atomically)");
   cmd->add_flag("--zagg-identical-metadata", a->o.leaf.zagg_identical_metadata, "omit dggs.latitude from the leaf groups");
   cmd->add_option("--threads", a->o.threads, "worker threads (default: all cores)")->check(integer_at_least(0));
-  cmd->callback([a, &rc] {
+  cmd->callback([a, cmd, &rc] {
+    if (a->config) apply_config(*cmd, *a, ragged::zagg::load_config(*a->config));
+    if (a->o.value_col.empty()) throw CLI::ValidationError("--value-col", "is required (or give --config with a zagg config)");
     ragged::build::BuildOptions o = options_of(*a);
     const bool tty = ::isatty(STDERR_FILENO) == 1;
     ragged::build::BuildReport report;

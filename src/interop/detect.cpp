@@ -74,6 +74,11 @@ Signature sniff(const std::string& path) {
 
 }  // namespace
 
+bool is_hdf5_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && sniff(path) == Signature::Hdf5;
+}
+
 std::string_view history_source(InputFormat format) noexcept {
   switch (format) {
     case InputFormat::Hdf5: return "h5";

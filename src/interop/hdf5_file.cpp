@@ -361,6 +361,20 @@ std::optional<std::vector<std::int64_t>> Hdf5File::integer_attribute(const std::
   return values;
 }
 
+std::optional<double> Hdf5File::number_attribute(const std::string& object, const std::string& name) const {
+  h5::quiet();
+  auto a = attribute_of(impl_->file.get(), object, name);
+  if (!a || a->points != 1) return std::nullopt;
+  const H5T_class_t type_class = H5Tget_class(a->type.get());
+  if (type_class != H5T_FLOAT && type_class != H5T_INTEGER) return std::nullopt;
+  double value = 0;
+  if (H5Aread(a->attr.get(), H5T_NATIVE_DOUBLE, &value) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return std::nullopt;
+  }
+  return value;
+}
+
 Hdf5Dataset Hdf5File::dataset(const std::string& object) const {
   h5::quiet();
   const std::string& path = impl_->path;

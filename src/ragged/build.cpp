@@ -324,7 +324,11 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
   std::vector<Fault> faults;
   std::vector<std::byte> record(layout.size());
   for (std::size_t file = 0; file < o.inputs.size(); ++file) {
-    detail::read_input(o.inputs[file], file, columns, std::size_t{1} << 18, [&](detail::RowBlock& b) {
+    const auto consume = [&](detail::RowBlock& b) {
+      for (const auto& [reason, rows] : b.dropped) {
+        report.rows_read += rows;
+        report.rejected[reason] += rows;
+      }
       const std::size_t n = b.size();
       ids.resize(n);
       faults.resize(n);
@@ -366,7 +370,10 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
         spill.add(ids[i] >> shard_shift, record.data());
       }
       if (progress) progress({BuildProgress::Phase::Reading, report.rows_read, total_rows == UINT64_MAX ? 0 : total_rows});
-    });
+    };
+    constexpr std::size_t kBlockRows = std::size_t{1} << 18;
+    if (!o.input_reader || !o.input_reader(o.inputs[file], file, kBlockRows, consume))
+      detail::read_input(o.inputs[file], file, columns, kBlockRows, consume);
   }
   spill.flush();
 

@@ -17,18 +17,23 @@
 #include "tessera/io/byte_source.hpp"
 #include "tessera/ragged/toc.hpp"
 
-namespace tessera::ragged::build::detail {
+namespace tessera::ragged::build {
 
-namespace fs = std::filesystem;
-
-void RowBlock::clear() {
+void PointBlock::clear() {
   lat.clear();
   lon.clear();
   value.clear();
   weight.clear();
   sigma.clear();
   time.clear();
+  dropped.clear();
 }
+
+}  // namespace tessera::ragged::build
+
+namespace tessera::ragged::build::detail {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -243,13 +248,12 @@ std::uint64_t parse_time(std::string_view text, TimeFormat format) noexcept {
 
 namespace {
 
-// Parquet files start with `PAR1`; anything else that is a file is read as CSV.
-bool is_parquet(const std::string& path) {
+// The first bytes of a file (fewer when it is shorter), to tell its kind by signature.
+std::string head_of(const std::string& path) {
   const auto source = io::open_file(path, io::OpenMode::Pread);
-  if (source->size() < 4) return false;
-  char magic[4];
-  source->read_at(0, std::as_writable_bytes(std::span(magic)));
-  return std::string_view(magic, 4) == "PAR1";
+  std::string head(static_cast<std::size_t>(std::min<std::uint64_t>(source->size(), 8)), '\0');
+  source->read_at(0, std::as_writable_bytes(std::span(head)));
+  return head;
 }
 
 }  // namespace
@@ -258,9 +262,11 @@ void read_input(const std::string& path, std::size_t file_index, const Columns& 
                 const std::function<void(RowBlock&)>& sink) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) read_npy_dir(path, file_index, columns, block_rows, sink);
-  else if (fs::is_regular_file(path, ec) && is_parquet(path)) read_parquet(path, file_index, columns, block_rows, sink);
-  else if (fs::is_regular_file(path, ec)) read_csv(path, file_index, columns, block_rows, sink);
-  else throw IoError(path + ": no such input file or directory", path);
+  else if (!fs::is_regular_file(path, ec)) throw IoError(path + ": no such input file or directory", path);
+  else if (const std::string head = head_of(path); head.starts_with("PAR1")) read_parquet(path, file_index, columns, block_rows, sink);
+  else if (head == std::string_view("\x89HDF\r\n\x1a\n", 8))
+    throw UsageError(path + ": an HDF5 file (an ICESat-2 granule?): give --config FILE.yaml, a zagg config naming its datasets");
+  else read_csv(path, file_index, columns, block_rows, sink);
 }
 
 std::optional<std::uint64_t> row_count(const std::string& path, const Columns& columns) {

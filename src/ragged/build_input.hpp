@@ -22,15 +22,7 @@ struct Columns {
   TimeFormat time_format = TimeFormat::Iso;
 };
 
-struct RowBlock {
-  std::size_t file = 0;         // index of the input
-  std::uint64_t first_row = 0;  // 1-based data row (CSV: header excluded) of element 0
-  std::vector<double> lat, lon, value;
-  std::vector<double> weight, sigma;  // empty when the column is not read
-  std::vector<std::uint64_t> time;    // toc words; empty when not read; 0 = unparsable
-  std::size_t size() const noexcept { return lat.size(); }
-  void clear();
-};
+using RowBlock = PointBlock;
 
 // Calls `sink` for each block of at most `block_rows` rows of input `path`. UsageError: a
 // requested column is missing; FormatError: a malformed file (ragged CSV row, bad .npy, columns

@@ -21,4 +21,7 @@ std::string_view history_source(InputFormat format) noexcept;
 // read at all.
 InputFormat detect_convert_input(const std::string& path);
 
+// Whether `path` is a regular file starting with the HDF5 signature.
+bool is_hdf5_file(const std::string& path);
+
 }  // namespace tessera::interop

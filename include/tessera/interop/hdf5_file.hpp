@@ -85,6 +85,9 @@ class Hdf5File {
   // An integer attribute (scalar or 1-D) as int64; nullopt when absent or not integers.
   std::optional<std::vector<std::int64_t>> integer_attribute(const std::string& object,
                                                              const std::string& name) const;
+  // A numeric attribute with one element (a dataset's `_FillValue`) as double; nullopt when
+  // absent, not a number or not a single element.
+  std::optional<double> number_attribute(const std::string& object, const std::string& name) const;
   // Opens a dataset (FormatError when `object` is not one; UnsupportedError when its filters are
   // not available). The dataset keeps the file open.
   Hdf5Dataset dataset(const std::string& object) const;

@@ -34,6 +34,28 @@ TimeFormat parse_time_format(std::string_view name);
 // The lock file a build holds in its output store for its whole run (io::FileLock).
 inline constexpr const char* kBuildLockName = ".tessera-build.lock";
 
+// One block of point rows as an input reader delivers them: columns of one length, widened to
+// float64 (a value that did not parse is NaN and the row is refused with its column's reason);
+// times as toc words (0 = unparsable). `dropped` counts rows the reader left out itself (a
+// granule's quality filter or fill values), by reason; they count as read and rejected.
+struct PointBlock {
+  std::size_t file = 0;         // index of the input
+  std::uint64_t first_row = 0;  // 1-based row (CSV: header excluded) of element 0
+  std::vector<double> lat, lon, value;
+  std::vector<double> weight, sigma;  // empty when the column is not read
+  std::vector<std::uint64_t> time;    // empty when not read
+  std::map<std::string, std::uint64_t> dropped;
+  std::size_t size() const noexcept { return lat.size(); }
+  void clear();
+};
+using PointSink = std::function<void(PointBlock&)>;
+// Reads input `path` (the `file`-th) in blocks of at most `block_rows` rows; returns false, before
+// reading anything, when `path` is not an input it reads (the built-in CSV, Parquet and .npy
+// readers then take it). How a caller adds input kinds the library does not link (HDF5
+// granules, read by the interop module).
+using InputReader =
+    std::function<bool(const std::string& path, std::size_t file, std::size_t block_rows, const PointSink& sink)>;
+
 struct BuildOptions {
   std::vector<std::string> inputs;  // CSV files, Parquet files or directories of .npy columns
   std::string lat_col = "lat";
@@ -50,6 +72,7 @@ struct BuildOptions {
   // CF's valid_min/valid_max) → `outside_valid_range`.
   std::vector<double> drop_values;
   std::optional<double> valid_min, valid_max;
+  InputReader input_reader;  // tried first for every input when set
 
   // The leaf layout: geometry, the one field, statistics, per-cell time, latitude convention,
   // metadata flavour. `granule_count` and `semantic_hash` are filled in by `run`.

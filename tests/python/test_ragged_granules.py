@@ -1,0 +1,160 @@
+"""`ragged build --config` from ICESat-2 ATL06 granules in the product's layout (six beams of
+`land_ice_segments` with quality summary, σ, `_FillValue`s and `delta_time`), written here with
+h5py, and zagg's own `atl06.yaml`. Truth: numpy applied as the config defines each statistic,
+per cell, with the cells computed by healpy on the closed-form authalic latitude."""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+from tessera import ragged
+
+from conftest import run_cli
+from test_ragged_cell_of import authalic_closed_form
+
+h5py = pytest.importorskip("h5py")
+healpy = pytest.importorskip("healpy")
+
+CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "data" / "conformance" / "zagg" / "configs"
+BEAMS = ["gt1l", "gt1r", "gt2l", "gt2r", "gt3l", "gt3r"]
+FILL = np.finfo(np.float32).max
+
+
+def write_granule(path, seed, beams):
+    """One ATL06 granule: per beam a track of segments crossing a small area of Antarctica."""
+    rng = np.random.default_rng(seed)
+    columns = []
+    with h5py.File(path, "w") as f:
+        f["ancillary_data/atlas_sdp_gps_epoch"] = np.array([1198800018.0])
+        for beam in beams:
+            n = int(rng.integers(300, 600))
+            lat = np.linspace(-75.0, -74.6, n) + rng.normal(0, 0.002, n)
+            lon = 100.0 + rng.uniform(0.0, 0.6, n)
+            h = rng.normal(2500.0, 30.0, n).astype(np.float32)
+            s = rng.uniform(0.05, 0.5, n).astype(np.float32)
+            q = (rng.uniform(size=n) < 0.15).astype(np.int8)
+            h[rng.uniform(size=n) < 0.05] = FILL
+            s[rng.uniform(size=n) < 0.03] = FILL
+            g = f.create_group(f"{beam}/land_ice_segments")
+            g["latitude"], g["longitude"] = lat, lon
+            g["delta_time"] = np.sort(rng.uniform(1e8, 1e8 + 60, n))
+            g["atl06_quality_summary"] = q
+            for name, data in (("h_li", h), ("h_li_sigma", s)):
+                g.create_dataset(name, data=data, chunks=True, compression="gzip")
+                g[name].attrs["_FillValue"] = np.float32(FILL)
+            columns.append((lat, lon, h, s, q))
+    return columns
+
+
+@pytest.fixture(scope="module")
+def granules(tmp_path_factory):
+    root = tmp_path_factory.mktemp("granules")
+    paths, columns = [], []
+    for i in range(3):
+        path = root / f"ATL06_2019010{i}_000{i}0203_006_01.h5"
+        columns += write_granule(path, i, BEAMS if i != 1 else BEAMS[:4])  # one granule lacks two beams
+        paths.append(path)
+    lat, lon, h, s, q = (np.concatenate(c) for c in zip(*columns))
+    return root, paths, (lat, lon, h, s, q)
+
+
+def test_atl06_granules_with_zaggs_config_give_numpys_statistics(granules, tmp_path):
+    _, paths, (lat, lon, h, s, q) = granules
+    args = ["ragged", "build", "--config", CONFIGS / "atl06.yaml", "--out", tmp_path / "hive", "--threads", "1"]
+    for p in paths:
+        args += ["--input", p]
+    report = json.loads(run_cli(*args).stdout)
+    flagged = q != 0
+    filled = ~flagged & ((h == FILL) | (s == FILL))
+    keep = ~flagged & ~filled
+    assert report["rows"] == {"read": int(lat.size), "accepted": int(keep.sum()), "rejected": int((~keep).sum()),
+                              "rejected_by_reason": {"fill_value": int(filled.sum()), "quality_filter": int(flagged.sum())}}
+
+    cells = healpy.ang2pix(2**12, lon[keep], authalic_closed_form(lat[keep]), nest=True, lonlat=True)
+    hk, sk = h[keep].astype(np.float64), s[keep].astype(np.float64)
+    checked = 0
+    for path in ragged.leaves(tmp_path / "hive"):
+        leaf = ragged.open(path)
+        start = leaf.field("h_tdigest").axis()["root_start"]
+        arrays = {name: leaf.read_array(name) for name in
+                  ("count", "h_min", "h_max", "h_mean", "h_sigma", "h_variance", "h_q25", "h_q50", "h_q75")}
+        for i in np.flatnonzero(arrays["count"]):
+            mine = cells == start + i
+            x, w = hk[mine], 1.0 / sk[mine] ** 2
+            assert arrays["count"][i] == mine.sum()
+            assert arrays["h_min"][i] == np.float32(x.min()) and arrays["h_max"][i] == np.float32(x.max())
+            np.testing.assert_allclose(arrays["h_mean"][i], np.average(x, weights=w), rtol=1e-6)
+            np.testing.assert_allclose(arrays["h_sigma"][i], 1.0 / np.sqrt(np.sum(w)), rtol=1e-6)
+            np.testing.assert_allclose(arrays["h_variance"][i], np.var(x), rtol=1e-5, atol=1e-3)
+            for q_name, quantile in (("h_q25", 0.25), ("h_q50", 0.5), ("h_q75", 0.75)):
+                np.testing.assert_allclose(arrays[q_name][i], np.quantile(x, quantile), rtol=1e-6)
+            checked += 1
+    assert checked == len(np.unique(cells))
+    assert report["cells_with_data"] == checked
+    assert ragged.verify(tmp_path / "hive")["ok"]
+
+
+def test_flags_override_the_config_and_granules_need_one(granules, tmp_path):
+    _, paths, (lat, lon, h, s, q) = granules
+    report = json.loads(run_cli("ragged", "build", "--config", CONFIGS / "atl06.yaml", "--input", paths[0],
+                                "--out", tmp_path / "coarse", "--cell-order", "9", "--shard-order", "4").stdout)
+    manifest = json.loads((tmp_path / "coarse" / "morton_hive.json").read_text())
+    assert (manifest["cell_order"], manifest["shard_order"]) == (9, 4)
+    assert report["rows"]["accepted"] > 0
+
+    bare = run_cli("ragged", "build", "--input", paths[0], "--out", tmp_path / "bare", "--value-col", "h_li", check=False)
+    assert bare.returncode != 0 and "an HDF5 file" in bare.stderr and "--config" in bare.stderr
+    rectilinear = run_cli("ragged", "build", "--config", CONFIGS / "atl03.yaml", "--input", paths[0],
+                          "--out", tmp_path / "rect", check=False)
+    assert rectilinear.returncode != 0
+    assert "atl03.yaml: output.grid.type: 'rectilinear': tessera builds HEALPix morton hives only" in rectilinear.stderr
+    assert not (tmp_path / "rect" / "morton_hive.json").exists()
+
+
+def test_atl03_mini_with_the_tdigest_hive_config_matches_the_reference_digests(tmp_path):
+    """zagg's own ATL03 test granule and its hive config, orders lowered with flags to fit the tiny
+    file and δ lowered so cells hold merged centroids. Truth: h5py + the same filter, healpy
+    cells, and the spec's digest algorithm (tests/ragged_cli/tdigest_reference.py)."""
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "ragged_cli"))
+    from tdigest_reference import digest
+
+    granule = CONFIGS.parent / "tests" / "data" / "index" / "atl03_mini.h5"
+    report = json.loads(run_cli("ragged", "build", "--config", CONFIGS / "atl03_tdigest_healpix_hive.yaml", "--input",
+                                granule, "--out", tmp_path / "hive", "--cell-order", "8", "--shard-order", "4",
+                                "--chunk-order", "6", "--delta", "12", "--threads", "1").stdout)
+    lat, lon, h, dropped, off_globe = [], [], [], 0, 0
+    with h5py.File(granule, "r") as f:
+        for beam in BEAMS:
+            if f"{beam}/heights" not in f:
+                continue
+            g = f[f"{beam}/heights"]
+            passed = g["signal_conf_ph"][:, 0] != -2
+            on_globe = np.abs(g["lat_ph"][:]) <= 90  # the fixture's second beam has latitudes of 100-119
+            keep = passed & on_globe
+            lat.append(g["lat_ph"][:][keep])
+            lon.append(g["lon_ph"][:][keep])
+            h.append(g["h_ph"][:][keep].astype(np.float64))
+            dropped += int((~passed).sum())
+            off_globe += int((passed & ~on_globe).sum())
+    lat, lon, h = np.concatenate(lat), np.concatenate(lon), np.concatenate(h)
+    assert dropped > 0 and report["rows"]["accepted"] == lat.size > 1000
+    assert report["rows"]["rejected_by_reason"] == {"filtered": dropped, "latitude_out_of_range": off_globe}
+
+    cells = healpy.ang2pix(2**8, lon, authalic_closed_form(lat), nest=True, lonlat=True)
+    want_counts = dict(zip(*np.unique(cells, return_counts=True)))
+    got_counts, merged = {}, 0
+    for path in ragged.leaves(tmp_path / "hive"):
+        field = ragged.open(path, "h_tdigest")
+        start = field.axis()["root_start"]
+        for index, rows in field.cells():
+            cell = start + index
+            got_counts[cell] = float(rows[:, 1].sum(dtype=np.float64))
+            members = h[cells == cell]
+            want_rows, _, _ = digest(members, np.ones(members.size), None, None, 12)
+            assert rows.astype(np.float32).view(np.uint32).tolist() == want_rows
+            merged += int(rows.shape[0] < members.size)
+    assert got_counts == {int(k): float(v) for k, v in want_counts.items()}
+    assert merged > 0  # some cells really were digested, not stored photon by photon

@@ -1,0 +1,125 @@
+// zagg's shipped pipeline configs read into build settings (ragged/zagg_config.hpp): the HEALPix
+// configs are taken with the datasets, statistics and grid they name; the rest are refused with
+// the key and the reason. Truncated and bit-flipped configs go through the fuzz target's check.
+#include "tessera/ragged/zagg_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "support/testing.hpp"
+#include "tessera/core/error.hpp"
+
+#define TESSERA_FUZZ_NO_ENTRY_POINT
+#include "../../fuzz/fuzz_zagg_config.cpp"
+#undef TESSERA_FUZZ_NO_ENTRY_POINT
+
+namespace tessera::ragged::zagg {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path config(const std::string& name) { return tessera::testing::conformance_dir() / "zagg" / "configs" / name; }
+
+std::string refusal(const std::string& name) {
+  try {
+    (void)load_config(config(name).string());
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(ZaggConfig, Atl06) {
+  const Config c = load_config(config("atl06.yaml").string());
+  EXPECT_EQ(c.plan.groups, (std::vector<std::string>{"gt1l", "gt1r", "gt2l", "gt2r", "gt3l", "gt3r"}));
+  EXPECT_EQ(c.plan.latitude, "/{group}/land_ice_segments/latitude");
+  EXPECT_EQ(c.plan.value, "/{group}/land_ice_segments/h_li");
+  EXPECT_EQ(c.plan.sigma, "/{group}/land_ice_segments/h_li_sigma");
+  ASSERT_EQ(c.plan.filters.size(), 1u);
+  EXPECT_EQ(c.plan.filters[0].dataset, "/{group}/land_ice_segments/atl06_quality_summary");
+  EXPECT_EQ(c.plan.filters[0].op, RowFilter::Op::Eq);
+  EXPECT_EQ(c.plan.filters[0].value, 0.0);
+  EXPECT_EQ(c.value_variable, "h_li");
+  EXPECT_EQ(c.sigma_variable, "s_li");
+  EXPECT_TRUE(c.stats);
+  EXPECT_EQ(c.stats_prefix, "h");
+  EXPECT_EQ(c.cell_order, 12);
+  EXPECT_EQ(c.shard_order, 6);
+  EXPECT_FALSE(c.chunk_order);
+}
+
+TEST(ZaggConfig, Atl03TdigestHive) {
+  const Config c = load_config(config("atl03_tdigest_healpix_hive.yaml").string());
+  EXPECT_EQ(c.plan.value, "/{group}/heights/h_ph");
+  ASSERT_EQ(c.plan.filters.size(), 1u);
+  EXPECT_EQ(c.plan.filters[0].dataset, "/{group}/heights/signal_conf_ph");
+  EXPECT_EQ(c.plan.filters[0].column, 0u);
+  EXPECT_EQ(c.plan.filters[0].op, RowFilter::Op::Ne);
+  EXPECT_EQ(c.plan.filters[0].value, -2.0);
+  EXPECT_FALSE(c.stats);
+  EXPECT_FALSE(c.plan.sigma);
+  EXPECT_EQ(c.field, "h_tdigest");
+  EXPECT_EQ(c.delta, 8192.0);
+  EXPECT_EQ(c.cell_order, 19);
+  EXPECT_EQ(c.shard_order, 9);
+  EXPECT_EQ(c.chunk_order, 13);
+  EXPECT_FALSE(c.unsharded);
+  EXPECT_EQ(refusal("atl06_nullable.yaml"), "accepted");
+  EXPECT_EQ(refusal("atl03_tdigest_healpix.yaml"), "accepted");
+}
+
+TEST(ZaggConfig, WhatTesseraDoesNotBuildIsRefusedByKey) {
+  const std::string dir = config("").string();
+  EXPECT_EQ(refusal("atl03.yaml"), dir + "atl03.yaml: output.grid.type: 'rectilinear': tessera builds HEALPix morton hives only");
+  EXPECT_EQ(refusal("atl06_polar.yaml"),
+            dir + "atl06_polar.yaml: output.grid.type: 'rectilinear': tessera builds HEALPix morton hives only");
+  EXPECT_NE(refusal("atl03_tdigest_strata_healpix.yaml").find("aggregation.variables.h_tdigest_signal.function: "
+                                                              "'zagg.stats.tdigest.build_tdigest_where' is not a function"),
+            std::string::npos);
+  EXPECT_EQ(refusal("atl03_tdigest_located_healpix.yaml"),
+            dir + "atl03_tdigest_located_healpix.yaml: output.time_source: per-centroid times from granules are not built "
+                  "yet; build from points with --time-col");
+  const auto refused = [](const std::string& yaml) {
+    try {
+      (void)read_config(codec::yaml::parse(yaml, "c.yaml"), "c.yaml");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string base =
+      "data_source: {groups: [gt1l], coordinates: {latitude: /a, longitude: /b}, variables: {h: /h}}\n"
+      "output: {grid: {type: healpix, parent_order: 4, child_order: 8}}\n";
+  EXPECT_EQ(refused(base + "aggregation: {variables: {count: {function: len, source: h}}}\n"), "accepted");
+  EXPECT_EQ(refused(base + "aggregation: {variables: {h_p90: {function: quantile, source: h, params: {q: 0.9}}}}\n"),
+            "c.yaml: aggregation.variables.h_p90.params.q: tessera computes the quartiles 0.25, 0.5 and 0.75 only");
+  EXPECT_EQ(refused(base + "aggregation: {variables: {hmean: {function: mean, source: h}}}\n"),
+            "c.yaml: aggregation.variables.hmean: tessera writes this statistic as PREFIX_mean (e.g. h_mean); rename the variable");
+  EXPECT_EQ(refused(base + "aggregation: {variables: {count: {function: len, source: x}}}\n"),
+            "c.yaml: aggregation.variables: 'x' is not one of data_source.variables (as a dataset path)");
+  EXPECT_EQ(refused(base + "aggregation: {variables: {count: {function: len, source: h}}}\nbogus: 1\n"),
+            "c.yaml: bogus: not a key tessera reads here (it reads aggregation, data_source, output)");
+}
+
+TEST(ZaggConfig, CorruptedConfigsEndInAnErrorOrAConfig) {
+  const std::string text = tessera::testing::read_file_text(config("atl03_tdigest_healpix_hive.yaml"));
+  const std::size_t step = std::max<std::size_t>(1, text.size() / 300);
+  for (std::size_t n = 0; n < text.size(); n += step) tessera::fuzzing::exercise_zagg_config(std::string_view(text).substr(0, n));
+  for (std::size_t i = 0; i < text.size(); i += step)
+    for (const unsigned char bit : {0x01, 0x20, 0x80}) {
+      std::string flipped = text;
+      flipped[i] = static_cast<char>(static_cast<unsigned char>(flipped[i]) ^ bit);
+      tessera::fuzzing::exercise_zagg_config(flipped);
+    }
+  std::string nested(5000, '[');
+  nested.append(5000, ']');
+  tessera::fuzzing::exercise_zagg_config(nested);
+  std::string dashes(5000, '-');
+  dashes.append(" x");
+  tessera::fuzzing::exercise_zagg_config(dashes);
+}
+
+}  // namespace
+}  // namespace tessera::ragged::zagg

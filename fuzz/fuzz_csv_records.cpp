@@ -20,15 +20,7 @@ struct CsvInconsistency {
 };
 
 inline std::vector<std::vector<std::string>> read_records(std::string_view text, std::size_t step) {
-  std::size_t offset = 0;
-  codec::csv::RecordReader reader(
-      [&](std::span<char> out) {
-        const std::size_t n = std::min({out.size(), step, text.size() - offset});
-        std::copy_n(text.data() + offset, n, out.data());
-        offset += n;
-        return n;
-      },
-      "fuzz.csv", std::size_t{1} << 16);
+  codec::csv::RecordReader reader(codec::csv::refill_from(text, step), "fuzz.csv", std::size_t{1} << 16);
   std::vector<std::vector<std::string>> records;
   std::vector<std::string_view> fields;
   while (reader.next(fields)) records.emplace_back(fields.begin(), fields.end());

@@ -130,16 +130,17 @@ bool RecordReader::next(std::vector<std::string_view>& fields) {
   return true;
 }
 
+RecordReader::Refill refill_from(std::string_view text, std::size_t step) {
+  return [text, step, offset = std::size_t{0}](std::span<char> out) mutable {
+    const std::size_t n = std::min({out.size(), step, text.size() - offset});
+    std::copy_n(text.data() + offset, n, out.data());
+    offset += n;
+    return n;
+  };
+}
+
 std::vector<std::vector<std::string>> parse_all(std::string_view text, const std::string& name) {
-  std::size_t offset = 0;
-  RecordReader reader(
-      [&](std::span<char> out) {
-        const std::size_t n = std::min(out.size(), text.size() - offset);
-        std::copy_n(text.data() + offset, n, out.data());
-        offset += n;
-        return n;
-      },
-      name);
+  RecordReader reader(refill_from(text), name);
   std::vector<std::vector<std::string>> records;
   std::vector<std::string_view> fields;
   while (reader.next(fields)) records.emplace_back(fields.begin(), fields.end());

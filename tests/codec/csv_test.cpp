@@ -25,15 +25,7 @@ using Records = std::vector<std::vector<std::string>>;
 
 // Every record of `text` read through refills of at most `step` bytes, with the line each starts on.
 Records read_in_steps(const std::string& text, std::size_t step, std::vector<std::uint64_t>* lines = nullptr) {
-  std::size_t offset = 0;
-  RecordReader reader(
-      [&](std::span<char> out) {
-        const std::size_t n = std::min({out.size(), step, text.size() - offset});
-        std::copy_n(text.data() + offset, n, out.data());
-        offset += n;
-        return n;
-      },
-      "points.csv");
+  RecordReader reader(refill_from(text, step), "points.csv");
   Records records;
   std::vector<std::string_view> fields;
   while (reader.next(fields)) {
@@ -90,19 +82,18 @@ TEST(Csv, MalformedRecordsNameFileAndLine) {
 
 TEST(Csv, ARecordLongerThanTheLimitIsALimitError) {
   const std::string text = "a\n\"" + std::string(3u << 20, 'x');  // an unclosed quote, 3 MiB long
-  std::size_t offset = 0;
+  std::size_t handed_out = 0;
   RecordReader reader(
-      [&](std::span<char> out) {
-        const std::size_t n = std::min(out.size(), text.size() - offset);
-        std::copy_n(text.data() + offset, n, out.data());
-        offset += n;
+      [&, refill = refill_from(text)](std::span<char> out) mutable {
+        const std::size_t n = refill(out);
+        handed_out += n;
         return n;
       },
       "points.csv", std::size_t{1} << 20);
   std::vector<std::string_view> fields;
   ASSERT_TRUE(reader.next(fields));
   EXPECT_THROW((void)reader.next(fields), LimitError);
-  EXPECT_LT(offset, text.size()) << "the reader kept reading past its limit";
+  EXPECT_LT(handed_out, text.size()) << "the reader kept reading past its limit";
 }
 
 TEST(Csv, CorruptedRecordsEndInAnErrorOrARoundTrip) {

@@ -59,6 +59,10 @@ class RecordReader {
   Scan scan_;
 };
 
+// A refill over text in memory, handing out at most `step` bytes per call (small steps split
+// quotes, pairs and CRLF across reads in tests and fuzzing). `text` must outlive the reader.
+RecordReader::Refill refill_from(std::string_view text, std::size_t step = SIZE_MAX);
+
 // All records of a whole text (tests, small inputs).
 std::vector<std::vector<std::string>> parse_all(std::string_view text, const std::string& name = "csv");
 

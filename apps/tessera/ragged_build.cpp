@@ -56,6 +56,10 @@ void apply_config(const CLI::App& cmd, BuildArgs& a, const ragged::zagg::Config&
   if (unset("--located")) a.located = c.located;
   if (unset("--value-col")) a.o.value_col = c.value_variable;
   if (unset("--sigma-col") && c.sigma_variable) a.o.sigma_col = c.sigma_variable;
+  if (unset("--time-col") && c.time_variable) {
+    a.o.time_col = c.time_variable;  // granules give toc words; other inputs GPS nanoseconds
+    if (unset("--time-format")) a.time_format = "gps-ns";
+  }
   a.o.input_reader = [plan = c.plan](const std::string& path, std::size_t file, std::size_t rows,
                                      const ragged::build::PointSink& sink) {
     return interop::read_granule(path, plan, file, rows, sink);

@@ -1,12 +1,14 @@
 #include "tessera/interop/granule.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <vector>
 
 #include "tessera/core/error.hpp"
 #include "tessera/interop/detect.hpp"
 #include "tessera/interop/hdf5_file.hpp"
+#include "tessera/ragged/toc.hpp"
 
 namespace tessera::interop {
 namespace {
@@ -71,6 +73,19 @@ class Column {
   std::optional<double> fill_;
 };
 
+constexpr const char* kGpsEpoch = "ancillary_data/atlas_sdp_gps_epoch";
+
+// The toc word of a GPS time in seconds (0, refused as bad_time, outside the toc range or NaN).
+std::uint64_t toc_of(double gps_seconds) {
+  const double ns = std::round(gps_seconds * 1e9);
+  if (!(std::abs(ns) < 9.2e18)) return 0;
+  try {
+    return ragged::toc::encode_timestamp(ragged::toc::from_gps_ns(static_cast<std::int64_t>(ns)));
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
 }  // namespace
 
 bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan, std::size_t file, std::size_t block_rows,
@@ -87,20 +102,34 @@ bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan
     block.clear();
     block.first_row = row + 1;
   };
-  std::vector<double> lat, lon, value, sigma;
+  std::vector<double> lat, lon, value, sigma, seconds;
+  // GPS seconds of the times' epoch: the granule's own (ICESat-2's atlas_sdp_gps_epoch) when it
+  // has one, else the config's.
+  double epoch = plan.time_epoch_gps_seconds;
+  if (plan.time && h5.kind(kGpsEpoch) == Hdf5Kind::Dataset) {
+    const Hdf5Dataset d = h5.dataset(kGpsEpoch);
+    if (d.shape().size() > 1 || (d.shape().size() == 1 && d.shape()[0] != 1))
+      throw FormatError(path + ": \"" + std::string(kGpsEpoch) + "\" must hold one value", path, kGpsEpoch);
+    const std::uint64_t origin[1] = {0}, extent[1] = {1};
+    double value_read = 0;
+    d.read(std::span(origin, d.shape().size()), std::span(extent, d.shape().size()), std::span(&value_read, 1));
+    epoch = value_read;
+  }
   std::vector<std::vector<double>> filter_values(plan.filters.size());
   for (const std::string& group : plan.groups) {
     const std::string lat_path = substitute(plan.latitude, group);
     if (h5.kind(lat_path) == Hdf5Kind::Missing) continue;  // this beam is not in the granule
     const Column lat_col(h5, lat_path, std::nullopt), lon_col(h5, substitute(plan.longitude, group), std::nullopt);
     const Column value_col(h5, substitute(plan.value, group), std::nullopt);
-    std::optional<Column> sigma_col;
+    std::optional<Column> sigma_col, time_col;
     if (plan.sigma) sigma_col.emplace(h5, substitute(*plan.sigma, group), std::nullopt);
+    if (plan.time) time_col.emplace(h5, substitute(*plan.time, group), std::nullopt);
     std::vector<Column> filter_cols;
     for (const RowFilter& f : plan.filters) filter_cols.emplace_back(h5, substitute(f.dataset, group), f.column);
     const std::uint64_t rows = lat_col.rows();
     std::vector<const Column*> all = {&lon_col, &value_col};
     if (sigma_col) all.push_back(&*sigma_col);
+    if (time_col) all.push_back(&*time_col);
     for (const Column& c : filter_cols) all.push_back(&c);
     for (const Column* c : all)
       if (c->rows() != rows)
@@ -113,6 +142,7 @@ bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan
       lon_col.read(first, n, lon);
       value_col.read(first, n, value);
       if (sigma_col) sigma_col->read(first, n, sigma);
+      if (time_col) time_col->read(first, n, seconds);
       for (std::size_t f = 0; f < filter_cols.size(); ++f) filter_cols[f].read(first, n, filter_values[f]);
       for (std::size_t i = 0; i < n; ++i) {
         ++row;
@@ -131,6 +161,7 @@ bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan
         block.lon.push_back(lon[i]);
         block.value.push_back(value[i]);
         if (sigma_col) block.sigma.push_back(sigma[i]);
+        if (time_col) block.time.push_back(toc_of(epoch + seconds[i]));
       }
       if (block.size() >= block_rows) flush();
     }

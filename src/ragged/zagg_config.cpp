@@ -5,6 +5,7 @@
 #include <set>
 
 #include "tessera/codec/yaml.hpp"
+#include "tessera/core/civil_date.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/byte_source.hpp"
 
@@ -27,7 +28,9 @@ class ConfigReader {
     // The grid first: a config for another kind of store is refused for that, not for a detail.
     read_output(member(doc_, "output", "", true));
     read_data_source(member(doc_, "data_source", "", true));
+    if (time_source_) read_time_source(*time_source_);  // names one of data_source.variables
     read_aggregation(member(doc_, "aggregation", "", true));
+    check_times();
     return config_;
   }
 
@@ -192,8 +195,10 @@ class ConfigReader {
           if (spec.at("location") != "leaf_id") fail(key + ".location", "tessera writes point locations as 'leaf_id' only");
           config_.located = true;
         }
-        if (spec.contains("temporal"))
-          fail(key + ".temporal", "per-centroid times from granules are not built yet; build from points with --time-col");
+        if (spec.contains("temporal")) {
+          if (spec.at("temporal") != "per-centroid") fail(key + ".temporal", "tessera writes per-centroid times only");
+          temporal_ = key;
+        }
       } else {
         fail(key + ".function", "'" + function + "' is not a function tessera implements (" + kSupported + ")");
       }
@@ -207,15 +212,21 @@ class ConfigReader {
     if (sigma_) config_.plan.sigma = dataset_of(*sigma_, where + ".variables");
   }
 
+  // A temporal field needs the times, and times need a temporal field.
+  void check_times() const {
+    if (temporal_ && !config_.time_variable) fail(*temporal_ + ".temporal", "needs output.time_source naming the time variable");
+    if (config_.time_variable && !temporal_)
+      fail("output.time_source", "the t-digest field does not declare temporal: per-centroid");
+  }
+
   void read_output(const Json& output) {
     const std::string where = "output";
     const Json& grid = member(output, "grid", where, true);
     const std::string key = where + ".grid";
     if (text(grid, "type", key) != "healpix")
       fail(key + ".type", "'" + grid.at("type").get<std::string>() + "': tessera builds HEALPix morton hives only");
-    if (output.contains("time_source"))
-      fail(where + ".time_source", "per-centroid times from granules are not built yet; build from points with --time-col");
-    allow(output, where, {"grid", "store_layout"});
+    if (output.contains("time_source")) time_source_ = &member(output, "time_source", where, true);
+    allow(output, where, {"grid", "store_layout", "time_source"});
     allow(grid, key, {"type", "indexing_scheme", "parent_order", "child_order", "chunk_inner", "sharded"});
     if (grid.contains("indexing_scheme") && grid.at("indexing_scheme") != "nested")
       fail(key + ".indexing_scheme", "tessera indexes cells in the nested scheme only");
@@ -235,12 +246,35 @@ class ConfigReader {
       fail(where + ".store_layout", "tessera builds the hive layout from a config (use --layout flat without one)");
   }
 
+  // `{field, epoch, scale: gps, units: seconds}`: the time of a row is epoch + field seconds on
+  // the GPS scale (ICESat-2's delta_time).
+  void read_time_source(const Json& source) {
+    const std::string key = "output.time_source";
+    allow(source, key, {"field", "epoch", "scale", "units"});
+    const std::string field = text(source, "field", key);
+    if (source.contains("scale") && source.at("scale") != "gps") fail(key + ".scale", "tessera reads GPS-scale times only");
+    if (source.contains("units") && source.at("units") != "seconds") fail(key + ".units", "tessera reads times in seconds only");
+    const std::string epoch = text(source, "epoch", key);
+    // YYYY-MM-DDTHH:MM:SS on the GPS scale: seconds since the GPS epoch 1980-01-06T00:00:00.
+    static const std::regex iso(R"((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2}))");
+    std::smatch m;
+    if (!std::regex_match(epoch, m, iso)) fail(key + ".epoch", "'" + epoch + "': expected YYYY-MM-DDTHH:MM:SS");
+    const auto number = [&](int i) { return std::stoi(m[i].str()); };
+    const std::int64_t days = days_from_civil(number(1), static_cast<unsigned>(number(2)), static_cast<unsigned>(number(3))) -
+                              days_from_civil(1980, 1, 6);
+    config_.plan.time_epoch_gps_seconds = static_cast<double>(days * 86400 + number(4) * 3600 + number(5) * 60 + number(6));
+    config_.plan.time = dataset_of(field, key + ".field");
+    config_.time_variable = field;
+  }
+
   const Json& doc_;
   std::string name_;
   Config config_;
   std::map<std::string, std::string> variables_;
   std::string source_;
   std::optional<std::string> sigma_, stats_prefix_;
+  std::optional<std::string> temporal_;  // the key of the field declaring temporal: per-centroid
+  const Json* time_source_ = nullptr;    // output.time_source, read once the variables are known
 };
 
 }  // namespace

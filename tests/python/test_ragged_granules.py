@@ -158,3 +158,38 @@ def test_atl03_mini_with_the_tdigest_hive_config_matches_the_reference_digests(t
             merged += int(rows.shape[0] < members.size)
     assert got_counts == {int(k): float(v) for k, v in want_counts.items()}
     assert merged > 0  # some cells really were digested, not stored photon by photon
+
+
+def test_located_and_timed_config_builds_what_the_same_points_with_gps_times_build(tmp_path):
+    """zagg's located, per-centroid-timed ATL03 config on atl03_mini.h5: the leaf content (digests,
+    locations and the _times companion) equals a build of the same filtered photons from .npy
+    columns with --located and --time-col in GPS nanoseconds, computed here in numpy as the
+    product defines them: atlas_sdp_gps_epoch + delta_time."""
+    granule = CONFIGS.parent / "tests" / "data" / "index" / "atl03_mini.h5"
+    orders = ["--cell-order", "8", "--shard-order", "4", "--chunk-order", "6", "--delta", "12", "--threads", "1"]
+    from_granule = json.loads(run_cli("ragged", "build", "--config", CONFIGS / "atl03_tdigest_located_healpix.yaml",
+                                      "--input", granule, "--out", tmp_path / "granule", *orders).stdout)
+    columns = {"lat": [], "lon": [], "h_ph": [], "t": []}
+    with h5py.File(granule, "r") as f:
+        epoch = float(f["ancillary_data/atlas_sdp_gps_epoch"][0])
+        for beam in BEAMS:
+            if f"{beam}/heights" not in f:
+                continue
+            g = f[f"{beam}/heights"]
+            keep = g["signal_conf_ph"][:, 0] != -2
+            columns["lat"].append(g["lat_ph"][:][keep])
+            columns["lon"].append(g["lon_ph"][:][keep])
+            columns["h_ph"].append(g["h_ph"][:][keep])
+            columns["t"].append(np.round((epoch + g["delta_time"][:][keep]) * 1e9).astype(np.int64))
+    npy = tmp_path / "npy"
+    npy.mkdir()
+    for name, parts in columns.items():
+        np.save(npy / f"{name}.npy", np.concatenate(parts))
+    from_npy = json.loads(run_cli("ragged", "build", "--input", npy, "--out", tmp_path / "npy-hive", "--value-col",
+                                  "h_ph", "--located", "--time-col", "t", "--time-format", "gps-ns", *orders).stdout)
+    assert from_granule["rows"]["accepted"] == from_npy["rows"]["accepted"] > 1000
+    assert len(from_granule["leaves"]) >= 2
+    assert [(l["leaf"], l["combined_hash"]) for l in from_granule["leaves"]] == \
+           [(l["leaf"], l["combined_hash"]) for l in from_npy["leaves"]]
+    leaf = ragged.open(tmp_path / "granule" / from_granule["leaves"][0]["leaf"])
+    assert leaf.field("h_tdigest").times is not None and leaf.field("h_tdigest").locations is not None

@@ -70,6 +70,15 @@ TEST(ZaggConfig, Atl03TdigestHive) {
   EXPECT_EQ(refusal("atl03_tdigest_healpix.yaml"), "accepted");
 }
 
+TEST(ZaggConfig, Atl03LocatedAndTimed) {
+  const Config c = load_config(config("atl03_tdigest_located_healpix.yaml").string());
+  EXPECT_TRUE(c.located);
+  EXPECT_EQ(c.time_variable, "delta_time");
+  EXPECT_EQ(c.plan.time, "/{group}/heights/delta_time");
+  // 2018-01-01T00:00:00 on the GPS scale: 13,875 days after 1980-01-06.
+  EXPECT_EQ(c.plan.time_epoch_gps_seconds, 1198800000.0);
+}
+
 TEST(ZaggConfig, WhatTesseraDoesNotBuildIsRefusedByKey) {
   const std::string dir = config("").string();
   EXPECT_EQ(refusal("atl03.yaml"), dir + "atl03.yaml: output.grid.type: 'rectilinear': tessera builds HEALPix morton hives only");
@@ -78,9 +87,6 @@ TEST(ZaggConfig, WhatTesseraDoesNotBuildIsRefusedByKey) {
   EXPECT_NE(refusal("atl03_tdigest_strata_healpix.yaml").find("aggregation.variables.h_tdigest_signal.function: "
                                                               "'zagg.stats.tdigest.build_tdigest_where' is not a function"),
             std::string::npos);
-  EXPECT_EQ(refusal("atl03_tdigest_located_healpix.yaml"),
-            dir + "atl03_tdigest_located_healpix.yaml: output.time_source: per-centroid times from granules are not built "
-                  "yet; build from points with --time-col");
   const auto refused = [](const std::string& yaml) {
     try {
       (void)read_config(codec::yaml::parse(yaml, "c.yaml"), "c.yaml");

@@ -36,6 +36,10 @@ struct GranulePlan {
   std::string value;                    // the aggregated variable's dataset
   std::optional<std::string> sigma;     // the σ of inverse-variance weights (`1.0 / s**2`)
   std::vector<RowFilter> filters;
+  // Per-row times (`output.time_source`): seconds in `time` since a GPS epoch, the granule's
+  // `ancillary_data/atlas_sdp_gps_epoch` when it has one, else `time_epoch_gps_seconds`.
+  std::optional<std::string> time;
+  double time_epoch_gps_seconds = 0;
 };
 
 // What the config asks the build to write.
@@ -52,6 +56,7 @@ struct Config {
   std::string field = "h_tdigest";      // the t-digest field (written in any case)
   double delta = 8192;
   bool located = false;                 // `location: leaf_id`
+  std::optional<std::string> time_variable;  // `output.time_source.field`: the field is timed
 };
 
 // `doc` is the config as JSON (codec/yaml.hpp reads the YAML); `name` its file for messages.

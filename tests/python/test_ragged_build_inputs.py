@@ -1,6 +1,7 @@
 """`ragged build` from a CSV file written the way spreadsheets and pandas write them (quoted
-fields holding commas, doubled quotes and line breaks, CRLF line ends, a byte-order mark) builds
-the same hive, content hash for content hash, as the same points given as `.npy` columns."""
+fields holding commas, doubled quotes and line breaks, CRLF line ends, a byte-order mark), from a
+Parquet file of an independent writer and from an HDF5 granule read through a config builds the
+same hive, content hash for content hash, as the same points given as `.npy` columns."""
 import json
 
 import numpy as np
@@ -39,13 +40,30 @@ def test_quoted_csv_and_npy_columns_build_identical_hives(tmp_path):
     csv = tmp_path / "points.csv"
     csv.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(rows).encode() + b"\r\n")
 
+    # The same points as one beam of an HDF5 granule, read through a zagg-style config.
+    import h5py
+
+    granule = tmp_path / "granule.h5"
+    with h5py.File(granule, "w") as f:
+        g = f.create_group("gt1l/points")
+        g["lat"], g["lon"], g["height"] = lat, lon, value
+    config = tmp_path / "points.yaml"
+    config.write_text("data_source:\n  groups: [gt1l, gt2l]\n"
+                      "  coordinates: {latitude: '/{group}/points/lat', longitude: '/{group}/points/lon'}\n"
+                      "  variables: {height: '/{group}/points/height'}\n"
+                      "aggregation:\n  variables:\n    count: {function: len, source: height}\n"
+                      "output:\n  grid: {type: healpix, indexing_scheme: nested, parent_order: 6, child_order: 12}\n")
+    from_h5 = json.loads(run_cli("ragged", "build", "--input", granule, "--config", config, "--out", tmp_path / "h5",
+                                 "--threads", "1").stdout)
+
     from_npy = build(tmp_path, "npy", columns)
     from_csv = build(tmp_path, "csv", csv)
-    assert from_csv["rows"] == from_npy["rows"] == {"read": 3000, "accepted": 3000, "rejected": 0,
-                                                    "rejected_by_reason": {}}
+    assert from_csv["rows"] == from_npy["rows"] == from_h5["rows"] == {"read": 3000, "accepted": 3000, "rejected": 0,
+                                                                       "rejected_by_reason": {}}
     assert len(from_npy["leaves"]) >= 2
     assert [(l["leaf"], l["combined_hash"]) for l in from_csv["leaves"]] == \
-           [(l["leaf"], l["combined_hash"]) for l in from_npy["leaves"]]
+           [(l["leaf"], l["combined_hash"]) for l in from_npy["leaves"]] == \
+           [(l["leaf"], l["combined_hash"]) for l in from_h5["leaves"]]
 
 
 def test_a_malformed_csv_names_the_file_and_line(tmp_path):

@@ -17,6 +17,12 @@
 #       orders 19/13/9, delta 8192, on 1 and 2 threads (bench/bench_ragged_build.cpp): points/s,
 #       speed-up and each run's peak RSS. The .npy input is generated once into build/bench-data/.
 #
+#   scripts/bench.sh ragged-granules [--points N] [--granules G] [--repeat R] [--threads T] [--smoke]
+#       `ragged build --config atl06.yaml` from N points (default 4,000,000) written as G ATL06
+#       granules (default 8) against the same points as .npy columns, rounds alternating
+#       (bench/bench_ragged_granules.py): points/s of each and their ratio, and the peak RSS of
+#       builds of G and 4·G granules. Data in build/bench-data/ragged-granules/; needs h5py.
+#
 #   scripts/bench.sh cells-obs [--repeat R]
 #       The obs sidecar of a generated 1,000,000-cell dataset with 50 obs columns
 #       (bench/bench_cells_obs.cpp): bytes read to localize 3 columns against the shard bytes,
@@ -148,6 +154,12 @@ case "$command" in
     mkdir -p "$data_dir"
     PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 "$root/bench/bench_remote.py" \
       --data-dir "$data_dir/remote" --cli "$build_dir/tessera" "$@"
+    ;;
+  ragged-granules)
+    build tessera
+    mkdir -p "$data_dir"
+    exec /usr/bin/python3 "$root/bench/bench_ragged_granules.py" --data-dir "$data_dir/ragged-granules" \
+      --cli "$build_dir/tessera" "$@"
     ;;
   cells-peers)
     build tessera

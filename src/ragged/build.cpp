@@ -372,8 +372,12 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
       if (progress) progress({BuildProgress::Phase::Reading, report.rows_read, total_rows == UINT64_MAX ? 0 : total_rows});
     };
     constexpr std::size_t kBlockRows = std::size_t{1} << 18;
-    if (!o.input_reader || !o.input_reader(o.inputs[file], file, kBlockRows, consume))
-      detail::read_input(o.inputs[file], file, columns, kBlockRows, consume);
+    detail::read_ahead(
+        [&](const PointSink& sink) {
+          if (!o.input_reader || !o.input_reader(o.inputs[file], file, kBlockRows, sink))
+            detail::read_input(o.inputs[file], file, columns, kBlockRows, sink);
+        },
+        consume);
   }
   spill.flush();
 

@@ -3,6 +3,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -257,6 +262,58 @@ std::string head_of(const std::string& path) {
 }
 
 }  // namespace
+
+void read_ahead(const std::function<void(const PointSink&)>& produce, const std::function<void(RowBlock&)>& consume,
+                std::size_t depth) {
+  struct Cancelled {};
+  std::mutex m;
+  std::condition_variable changed;
+  std::deque<RowBlock> queue;
+  bool done = false, cancelled = false;
+  std::exception_ptr error;
+  std::thread reader([&] {
+    try {
+      produce([&](RowBlock& block) {
+        std::unique_lock lock(m);
+        changed.wait(lock, [&] { return queue.size() < depth || cancelled; });
+        if (cancelled) throw Cancelled{};
+        queue.push_back(std::move(block));
+        changed.notify_all();
+      });
+    } catch (const Cancelled&) {
+    } catch (...) {
+      const std::lock_guard lock(m);
+      error = std::current_exception();
+    }
+    const std::lock_guard lock(m);
+    done = true;
+    changed.notify_all();
+  });
+  try {
+    for (;;) {
+      RowBlock block;
+      {
+        std::unique_lock lock(m);
+        changed.wait(lock, [&] { return !queue.empty() || done; });
+        if (queue.empty()) break;
+        block = std::move(queue.front());
+        queue.pop_front();
+        changed.notify_all();
+      }
+      consume(block);
+    }
+  } catch (...) {
+    {
+      const std::lock_guard lock(m);
+      cancelled = true;
+      changed.notify_all();
+    }
+    reader.join();
+    throw;
+  }
+  reader.join();
+  if (error) std::rethrow_exception(error);
+}
 
 void read_input(const std::string& path, std::size_t file_index, const Columns& columns, std::size_t block_rows,
                 const std::function<void(RowBlock&)>& sink) {

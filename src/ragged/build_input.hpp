@@ -37,6 +37,13 @@ void read_parquet(const std::string& path, std::size_t file_index, const Columns
 // A number field as text (surrounding blanks and a leading '+' allowed); NaN when it does not parse.
 double parse_number(std::string_view text) noexcept;
 
+// Runs `produce(sink)` on a thread of its own and hands every block it emits to `consume` on the
+// calling thread, at most `depth` blocks ahead, so reading and decoding the next block (gzip
+// chunks of a granule, CSV parsing) overlaps the geocoding of this one. An exception on either
+// side stops both and is rethrown here, after the reading thread has ended.
+void read_ahead(const std::function<void(const PointSink&)>& produce, const std::function<void(RowBlock&)>& consume,
+                std::size_t depth = 2);
+
 // The number of rows when known without parsing (.npy directories), for progress reports.
 std::optional<std::uint64_t> row_count(const std::string& path, const Columns& columns);
 

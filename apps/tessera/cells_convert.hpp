@@ -66,11 +66,6 @@ struct ConvertInput {
   std::shared_ptr<cells::VarTable> var;
 };
 
-// Python's glob.glob(pattern, recursive=True) for each pattern, each pattern's matches naturally
-// sorted, duplicates dropped keeping the first, then the whole list naturally sorted unless
-// `keep_order`. A pattern without matches is a UsageError naming it.
-std::vector<std::string> resolve_patterns(const std::vector<std::string>& patterns, bool keep_order);
-
 // Scans `paths` (already resolved) of the kind the arguments select.
 ConvertInput scan_inputs(const ConvertArgs& args, const std::vector<std::string>& paths);
 

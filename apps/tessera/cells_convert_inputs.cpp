@@ -14,6 +14,7 @@
 
 #include "cells_commands.hpp"
 #include "cells_convert.hpp"
+#include "commands.hpp"
 #include "tessera/cells/concat_source.hpp"
 #include "tessera/cells/gene_files.hpp"
 #include "tessera/cells/mtx_source.hpp"

@@ -41,6 +41,11 @@ void register_detect(CLI::App& app, int& rc);
 // format's command (`tet info … PATH …`); other command lines come back unchanged. Throws
 // UnsupportedError naming PATH when no format recognizes it.
 std::vector<std::string> route_detected_command(const std::vector<std::string>& args);
+// Python's glob.glob(pattern, recursive=True) for each pattern, each pattern's matches naturally
+// sorted, duplicates dropped keeping the first, then the whole list naturally sorted unless
+// `keep_order`. A pattern without matches is a UsageError naming it. (cells_convert_inputs.cpp;
+// `cells convert` and `ragged build` take globs.)
+std::vector<std::string> resolve_patterns(const std::vector<std::string>& patterns, bool keep_order);
 // Ends the --help of `app` and of every command under it with the docs/cli page that documents
 // it (tests/python/test_cli_docs.py checks that page against the command's options).
 void link_docs_pages(CLI::App& app);

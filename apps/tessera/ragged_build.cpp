@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <cmath>
 #include <optional>
 #include <memory>
@@ -40,6 +41,21 @@ struct BuildArgs {
   std::optional<std::string> valid_range;
   std::optional<std::string> config;
 };
+
+// `--input` values as given, except a glob (`granules/ATL06_*.h5`, quoted so the shell leaves
+// it) that names no existing path: its matches in natural order (UsageError when none).
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (input.find_first_of("*?[") == std::string::npos || std::filesystem::exists(input, ec)) {
+      out.push_back(input);
+      continue;
+    }
+    for (auto& match : resolve_patterns({input}, false)) out.push_back(std::move(match));
+  }
+  return out;
+}
 
 // Settings from a zagg config (`--config`), each unless its flag was given: flags override the
 // config. HDF5 granules are read as its data_source says; other inputs by the columns it names.
@@ -172,7 +188,7 @@ void print_report(const ragged::build::BuildReport& r, const std::string& out) {
 void register_ragged_build(CLI::App& ragged, int& rc) {
   auto a = std::make_shared<BuildArgs>();
   CLI::App* cmd = ragged.add_subcommand("build", "Build a morton-hive store of t-digests from point observations (CSV, Parquet, .npy columns, or HDF5 granules with --config)");
-  cmd->add_option("--input", a->o.inputs, "CSV file with a header row, Parquet file, or directory of .npy columns (repeatable)")->required();
+  cmd->add_option("--input", a->o.inputs, "CSV file with a header row, Parquet file, directory of .npy columns, or HDF5 granule with --config (repeatable; a quoted glob such as 'granules/*.h5' is expanded)")->required();
   cmd->add_option("--out", a->out, "hive store to create or add leaves to")->required();
   cmd->add_option("--lat-col", a->o.lat_col, "latitude column, degrees (default lat)");
   cmd->add_option("--lon-col", a->o.lon_col, "longitude column, degrees (default lon)");
@@ -212,6 +228,7 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
   cmd->add_flag("--zagg-identical-metadata", a->o.leaf.zagg_identical_metadata, "omit dggs.latitude from the leaf groups");
   cmd->add_option("--threads", a->o.threads, "worker threads (default: all cores)")->check(integer_at_least(0));
   cmd->callback([a, cmd, &rc] {
+    a->o.inputs = expand_inputs(a->o.inputs);
     if (a->config) apply_config(*cmd, *a, ragged::zagg::load_config(*a->config));
     if (a->o.value_col.empty()) throw CLI::ValidationError("--value-col", "is required (or give --config with a zagg config)");
     ragged::build::BuildOptions o = options_of(*a);

@@ -103,6 +103,18 @@ def test_flags_override_the_config_and_granules_need_one(granules, tmp_path):
     assert (manifest["cell_order"], manifest["shard_order"]) == (9, 4)
     assert report["rows"]["accepted"] > 0
 
+    # A quoted glob is expanded by tessera, in natural order: the same build as the files listed.
+    globbed = json.loads(run_cli("ragged", "build", "--config", CONFIGS / "atl06.yaml", "--input",
+                                 paths[0].parent / "ATL06_*.h5", "--out", tmp_path / "globbed", "--threads", "1").stdout)
+    listed = ["--input" if i % 2 == 0 else str(paths[i // 2]) for i in range(2 * len(paths))]
+    explicit = json.loads(run_cli("ragged", "build", "--config", CONFIGS / "atl06.yaml", *listed,
+                                  "--out", tmp_path / "listed", "--threads", "1").stdout)
+    assert [l["combined_hash"] for l in globbed["leaves"]] == [l["combined_hash"] for l in explicit["leaves"]]
+    assert globbed["rows"] == explicit["rows"]
+    nothing = run_cli("ragged", "build", "--config", CONFIGS / "atl06.yaml", "--input", tmp_path / "none_*.h5",
+                      "--out", tmp_path / "none", check=False)
+    assert nothing.returncode != 0 and "no input matches" in nothing.stderr
+
     bare = run_cli("ragged", "build", "--input", paths[0], "--out", tmp_path / "bare", "--value-col", "h_li", check=False)
     assert bare.returncode != 0 and "an HDF5 file" in bare.stderr and "--config" in bare.stderr
     rectilinear = run_cli("ragged", "build", "--config", CONFIGS / "atl03.yaml", "--input", paths[0],

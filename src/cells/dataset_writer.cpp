@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <system_error>
 #include <thread>
@@ -177,19 +179,28 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
   const unsigned workers = o.workers ? o.workers : std::max(1u, std::thread::hardware_concurrency());
   const std::size_t in_flight = o.max_in_flight ? o.max_in_flight : 4 * std::size_t{workers};
   std::uint64_t next = 0;
+  // The jobs in flight are owned here, and the pipeline passes plain pointers: when a filter
+  // throws (an interrupt, a bad row), oneTBB drops the items it holds without destroying them,
+  // so an owning item (a shared_ptr) would leak; these are freed with `jobs` either way.
+  std::mutex jobs_mutex;
+  std::map<std::uint64_t, std::unique_ptr<Job>> jobs;
   tbb::task_arena arena(detail::arena_size(workers));
   arena.execute([&] {
     tbb::parallel_pipeline(
         in_flight,
-        tbb::make_filter<void, std::shared_ptr<Job>>(
+        tbb::make_filter<void, Job*>(
             tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& fc) -> std::shared_ptr<Job> {
+            [&](tbb::flow_control& fc) -> Job* {
               if (next >= n_tiles) {
                 fc.stop();
                 return nullptr;
               }
               if (o.interrupted && o.interrupted()) throw Interrupted("interrupted; the partial output was removed");
-              auto job = std::make_shared<Job>();
+              Job* job = nullptr;
+              {
+                const std::lock_guard lock(jobs_mutex);
+                job = jobs.emplace(next, std::make_unique<Job>()).first->second.get();
+              }
               job->index = next;
               job->first = next * o.tile_size;
               const std::uint64_t count = std::min(o.tile_size, n_cells - job->first);
@@ -200,9 +211,9 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
               ++next;
               return job;
             }) &
-            tbb::make_filter<std::shared_ptr<Job>, std::shared_ptr<Job>>(
+            tbb::make_filter<Job*, Job*>(
                 tbb::filter_mode::parallel,
-                [&](std::shared_ptr<Job> job) {
+                [&](Job* job) {
                   const std::string key = tile_key(job->index);
                   CanonicalizeOptions co;
                   co.n_genes = m.n_genes;
@@ -223,13 +234,14 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
                                   static_cast<std::uint64_t>(tile.indptr.back()), bytes.size()};
                   return job;
                 }) &
-            tbb::make_filter<std::shared_ptr<Job>, void>(tbb::filter_mode::serial_in_order,
-                                                         [&](std::shared_ptr<Job> job) {
-                                                           m.tile_cells.push_back(job->written.n_cells);
-                                                           m.tile_nnz.push_back(job->written.nnz);
-                                                           m.tile_bytes.push_back(job->written.bytes);
-                                                           if (o.on_tile) o.on_tile(job->written);
-                                                         }));
+            tbb::make_filter<Job*, void>(tbb::filter_mode::serial_in_order, [&](Job* job) {
+              m.tile_cells.push_back(job->written.n_cells);
+              m.tile_nnz.push_back(job->written.nnz);
+              m.tile_bytes.push_back(job->written.bytes);
+              if (o.on_tile) o.on_tile(job->written);
+              const std::lock_guard lock(jobs_mutex);
+              jobs.erase(job->index);
+            }));
   });
   test_hooks::point("cells.tiles_done");
 

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "query_internal.hpp"
+#include "tessera/io/uri.hpp"
 #include "tessera/tet/format.hpp"
 #include "tessera/tet/query_engine.hpp"
 
@@ -99,9 +100,12 @@ Json catalog_json(const TetFile& file, const Dataset& ds) {
   return c;
 }
 
+// The directory relative spill paths are joined to: the local `.tet` file's directory, or the
+// working directory for a remote file, as for a bare file name (a URL's "directory" is not a
+// place to write: taking it as a path made directories named `http:` in the working directory).
 std::string relative_base_of(const std::string& tet_path) {
-  const fs::path p(tet_path);
-  const fs::path parent = p.parent_path();
+  if (io::is_remote_uri(tet_path)) return fs::current_path().lexically_normal().string();
+  const fs::path parent = fs::path(io::local_path(tet_path)).parent_path();
   return fs::absolute(parent.empty() ? fs::current_path() : parent).lexically_normal().string();
 }
 

@@ -2,6 +2,7 @@
 `tessera.tet.open(url)`, `tessera.cells.open(url)` and `tessera.ragged.open(url, field)` return
 what the local opens return. Skips only when nginx is not installed (scripts/bootstrap.sh
 installs nginx-light)."""
+import json
 import os
 import shutil
 import socket
@@ -98,3 +99,22 @@ def test_missing_url_is_an_io_error(server):
         tet.open(f"{server}/tetration/no_such.tet")
     with pytest.raises(tessera.UnsupportedError, match="ftp://"):
         tet.open("ftp://host/x.tet")
+
+
+def test_a_query_on_a_url_writes_nothing_beside_the_url(server, conformance, tmp_path):
+    """A remote `.tet` has no local directory: a fold creates nothing in the working directory, and
+    a relative spill lands there, as for a bare file name (the URL's "directory" once became a
+    local folder named `http:`)."""
+    url = f"{server}/tetration/sample.tet"
+    name = tet.open(conformance / "tetration" / "sample.tet").keys()[0]
+    cli = [str(tessera.cli_path()), "tet", "query"]
+    fold = subprocess.run([*cli, json.dumps({"dataset": name, "mean": []}), "-t", url, "-x", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert fold.returncode == 0, fold.stderr
+    assert list(tmp_path.iterdir()) == []
+    spill = subprocess.run([*cli, json.dumps({"dataset": name, "spill": "out.bin"}), "-t", url, "-x", "-q"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert spill.returncode == 0, spill.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
+    values = tet.open(url)[name][...]  # a spill is the selection's raw little-endian elements
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "out.bin", dtype=values.dtype.newbyteorder("<")), values.ravel())

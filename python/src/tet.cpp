@@ -7,6 +7,7 @@
 
 #include "bindings.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet/footer.hpp"
 #include "tessera/tet/query_document.hpp"
 #include "tessera/tet/query_engine.hpp"
@@ -31,10 +32,15 @@ py::dict dataset_info(const TetFile& file, const tet::Dataset& d) {
   info["shape"] = py::tuple(py::cast(d.shape));
   info["chunks"] = py::tuple(py::cast(d.chunk_shape));
   info["grid"] = py::tuple(py::cast(d.grid));
-  // A dataset's codec is per chunk in the index; report the set used ("raw", "zstd" or both).
-  bool raw = false, zstd = false;
-  for (auto e : d.entry_of_chunk) (file.entry(e).codec == static_cast<std::uint32_t>(tet::Codec::Raw) ? raw : zstd) = true;
-  info["codec"] = raw && zstd ? "mixed" : zstd ? "zstd" : "raw";
+  // A dataset's codec is per chunk in the index: its name when every chunk uses one, else "mixed".
+  std::optional<tet::Codec> codec;
+  bool mixed = false;
+  for (auto e : d.entry_of_chunk) {
+    const tet::Codec c = tet::entry_codec(file.entry(e));
+    mixed = mixed || (codec && *codec != c);
+    codec = c;
+  }
+  info["codec"] = mixed ? "mixed" : std::string(tet::codec_name(codec.value_or(tet::Codec::Raw)));
   py::dict attrs, coords;
   py::object dim_names = py::none();
   if (const auto* md = file.metadata_of(d.name)) {
@@ -88,7 +94,7 @@ std::optional<py::array> chunk_view(const std::shared_ptr<const TetFile>& file, 
     coords[i] = first;
   }
   const auto& entry = file->entry(d.entry_of_chunk[d.chunk_ordinal(coords)]);
-  if (entry.codec != static_cast<std::uint32_t>(tet::Codec::Raw)) return std::nullopt;
+  if (tet::entry_codec(entry) != tet::Codec::Raw) return std::nullopt;  // only raw tiles can be viewed
   const std::byte* base = file->source().view(entry.payload_offset, entry.raw_byte_len);
   if (base == nullptr) return std::nullopt;
   std::vector<std::uint64_t> origin(n), extent(n);
@@ -252,9 +258,9 @@ class PyTetWriter {
     spec.dtype = dtype_of_numpy(dtype);
     spec.shape = std::move(shape);
     spec.chunk_shape = std::move(chunks);
-    if (codec == "raw") spec.codec = tet::Codec::Raw;
-    else if (codec == "zstd") spec.codec = tet::Codec::Zstd;
-    else throw UsageError("codec must be \"raw\" or \"zstd\", got \"" + codec + "\"");
+    const auto chosen = tet::codec_named(codec);
+    if (!chosen) throw UsageError("codec must be \"raw\" or \"zstd\", got \"" + codec + "\"");
+    spec.codec = *chosen;
     spec.zstd_level = level;
     return live().add_dataset(spec);
   }

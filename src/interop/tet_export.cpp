@@ -25,6 +25,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/half.hpp"
 #include "tessera/io/store.hpp"
+#include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet/reader.hpp"
 #include "tessera/version.hpp"
 #include "tessera/zarr/data_type.hpp"
@@ -119,7 +120,12 @@ Json array_metadata(const ExportDataset& x, const tet::DatasetMetadata* md) {
     for (const auto& [k, v] : md->attrs) attributes[k] = v;
   Json codecs = Json::array();
   codecs.push_back({{"name", "bytes"}, {"configuration", {{"endian", "little"}}}});
-  if (x.codec == tet::Codec::Zstd) codecs.push_back({{"name", "zstd"}, {"configuration", {{"level", 0}, {"checksum", false}}}});
+  switch (x.codec) {
+    case tet::Codec::Raw: break;
+    case tet::Codec::Zstd:  // level 0 (zstd's default, 3) as §6.7 writes it; a reader ignores the level
+      codecs.push_back({{"name", "zstd"}, {"configuration", {{"level", 0}, {"checksum", false}}}});
+      break;
+  }
   Json meta = Json::object();
   meta["attributes"] = std::move(attributes);
   meta["chunk_grid"] = {{"name", "regular"}, {"configuration", {{"chunk_shape", x.chunk_shape}}}};
@@ -155,7 +161,7 @@ std::vector<ExportDataset> plan_export(const tet::TetFile& file, const std::stri
       if (file.entry(e).codec != first)
         throw UnsupportedError("dataset `" + ds.name + "` mixes raw and zstd chunk codecs; re-export with one codec", input,
                                ds.name);
-    x.codec = static_cast<tet::Codec>(first);
+    x.codec = tet::entry_codec(file.entry(ds.entry_of_chunk.front()));
     x.type = zarr::DataType::fixed(ds.dtype);
     x.fill = zarr::zero_fill(x.type).element;
     for (std::size_t d = 0; d < ds.ndim(); ++d) x.chunk_shape.push_back(std::min(ds.chunk_shape[d], ds.shape[d]));
@@ -194,9 +200,14 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
     const std::uint32_t entry_index = ds.entry_of_chunk[ordinal];
     const tet::ChunkEntry& entry = file.entry(entry_index);
     if (extent == x.chunk_shape) {  // interior tile: the stored bytes are already a Zarr chunk
-      // A zstd payload is copied without decoding, so it is proven first: an export never
-      // writes a chunk that no reader can decode.
-      if (x.codec == tet::Codec::Zstd) tet::check_chunk_payload(file.source(), entry, entry_index);
+      switch (x.codec) {
+        case tet::Codec::Raw: break;  // the bytes are the elements
+        case tet::Codec::Zstd:
+          // Copied without decoding, so proven first: an export never writes a chunk that no
+          // reader can decode.
+          tet::check_chunk_payload(file.source(), entry, entry_index);
+          break;
+      }
       if (const std::byte* p = file.source().view(entry.payload_offset, entry.stored_byte_len)) {
         store.put(key, {p, checked_size(entry.stored_byte_len)});
       } else {
@@ -210,7 +221,11 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
     for (std::size_t at = 0; at < full_bytes; at += es) std::copy(x.fill.begin(), x.fill.end(), chunk.begin() + at);
     detail::copy_box(tile.data(), extent, std::vector<std::uint64_t>(nd, 0), chunk.data(), x.chunk_shape,
                      std::vector<std::uint64_t>(nd, 0), extent, es);
-    if (x.codec == tet::Codec::Zstd) chunk = codec::zstd_compress(chunk, {3, true, false});
+    switch (x.codec) {
+      case tet::Codec::Raw: break;
+      // zstd's level 0 is its default, 3: the level the metadata declares.
+      case tet::Codec::Zstd: chunk = codec::zstd_compress(chunk, {3, true, false}); break;
+    }
     store.put(key, chunk);
   });
   return n;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet/info.hpp"
 
 namespace tessera::tet {
@@ -52,10 +53,9 @@ std::string shape_label(const std::vector<std::uint64_t>& shape) {
 
 std::string bool_text(bool b) { return b ? "true" : "false"; }
 
-std::string codec_label(std::uint32_t codec) {
-  if (codec == static_cast<std::uint32_t>(Codec::Raw)) return "raw";
-  if (codec == static_cast<std::uint32_t>(Codec::Zstd)) return "zstd";
-  return "?";
+std::string codec_label(std::uint32_t tag) {
+  const auto codec = codec_of_tag(tag);
+  return codec ? std::string(codec_name(*codec)) : "?";
 }
 
 // bps / 100 in the shortest fixed form: 4000 → 40, 1250 → 12.5.

@@ -8,6 +8,7 @@
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/text.hpp"
+#include "tessera/tet/chunk_codec.hpp"
 
 namespace tessera::tet {
 namespace {
@@ -194,8 +195,8 @@ Layout parse_layout(const io::ByteSource& src, bool read_footer) {
     L.entries.reserve(checked_size(count));
     for (std::uint64_t i = 0; i < count; ++i) {
       ChunkEntry e = ChunkEntry::decode(std::span(raw).subspan(i * ChunkEntry::kSize, ChunkEntry::kSize));
-      if (e.codec != static_cast<std::uint32_t>(Codec::Raw) && e.codec != static_cast<std::uint32_t>(Codec::Zstd))
-        fail(src, "chunk index", "unsupported codec " + std::to_string(e.codec) + " (supported: 0 = raw, 1 = zstd)");
+      if (!codec_of_tag(e.codec))
+        fail(src, "chunk index", "unsupported codec " + std::to_string(e.codec) + " (supported: " + codec_tags_text() + ")");
       if (e.codec == static_cast<std::uint32_t>(Codec::Raw) && e.raw_byte_len != e.stored_byte_len)
         fail(src, "chunk index",
              "raw/stored length mismatch for codec=0: raw=" + std::to_string(e.raw_byte_len) +

@@ -10,6 +10,7 @@
 
 #include "query_internal.hpp"
 #include "tessera/core/checked.hpp"
+#include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet/selection.hpp"
 
 namespace tessera::tet::qe {
@@ -56,7 +57,7 @@ Plan build_plan(const TetFile& file, const Dataset& ds, const DatasetMetadata* m
     const ChunkEntry& e = file.entry(p.chunks[k].entry);
     p.total_stored += e.stored_byte_len;
     raw_total += e.raw_byte_len;
-    if (e.codec != 0 || (k > 0 && e.payload_offset != next)) p.contiguous_raw = false;
+    if (entry_codec(e) != Codec::Raw || (k > 0 && e.payload_offset != next)) p.contiguous_raw = false;
     next = e.payload_offset + e.stored_byte_len;
   }
   if (raw_total != p.logical_bytes) p.contiguous_raw = false;
@@ -232,7 +233,7 @@ TileWalk tile_walk(const Plan& plan, std::size_t k) {
 
 const std::byte* tile_view(const Plan& plan, std::size_t k) {
   const ChunkEntry& e = plan.file->entry(plan.chunks[k].entry);
-  return e.codec == 0 ? plan.file->source().view(e.payload_offset, e.raw_byte_len) : nullptr;
+  return entry_codec(e) == Codec::Raw ? plan.file->source().view(e.payload_offset, e.raw_byte_len) : nullptr;
 }
 
 const std::byte* tile_bytes(const Plan& plan, std::size_t k, std::vector<std::byte>& scratch) {

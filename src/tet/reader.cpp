@@ -13,6 +13,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/io/prefetching_source.hpp"
 #include "tessera/io/uri.hpp"
+#include "tessera/tet/chunk_codec.hpp"
 
 namespace tessera::tet {
 namespace {
@@ -278,11 +279,10 @@ void decode_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std
     throw UsageError("decode_chunk: destination is " + std::to_string(dst.size()) + " bytes, chunk is " +
                      std::to_string(e.raw_byte_len));
   try {
-    if (e.codec == static_cast<std::uint32_t>(Codec::Raw)) {
-      source.read_at(e.payload_offset, dst);
-      return;
+    switch (entry_codec(e)) {
+      case Codec::Raw: source.read_at(e.payload_offset, dst); return;
+      case Codec::Zstd: codec::zstd_decompress_into(stored_payload(source, e), dst); return;
     }
-    codec::zstd_decompress_into(stored_payload(source, e), dst);
   } catch (const IoError&) {
     throw;  // the bytes could not be read (a disk or a network failure): not a damaged chunk
   } catch (const Error& err) {
@@ -294,7 +294,12 @@ void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std:
   // Raw tiles are no larger than the file (S13); zstd tiles can claim any size, so large ones
   // are only streamed through a window instead of being decoded whole.
   constexpr std::uint64_t kWholeTileBytes = std::uint64_t{16} << 20;
-  if (e.codec == static_cast<std::uint32_t>(Codec::Raw) || e.raw_byte_len <= kWholeTileBytes) {
+  bool whole = true;
+  switch (entry_codec(e)) {
+    case Codec::Raw: break;
+    case Codec::Zstd: whole = e.raw_byte_len <= kWholeTileBytes; break;
+  }
+  if (whole) {
     thread_local std::vector<std::byte> tile;
     tile.resize(checked_size(e.raw_byte_len, "chunk raw_byte_len"));
     decode_chunk_payload(source, e, entry_index, tile);
@@ -315,36 +320,40 @@ void TetFile::decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) 
 
 void TetFile::decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte>& scratch) const {
   const ChunkEntry& e = layout_.entries[entry_index];
-  if (e.codec == static_cast<std::uint32_t>(Codec::Zstd)) {
-    // Raw tiles are bounded by the file (S13); a zstd tile only by its payload's expansion, which
-    // no valid payload takes past 32768:1. A first frame that declares more than the tile fails too.
-    if (e.raw_byte_len > codec::zstd_max_decoded_size(e.stored_byte_len)) {
-      rethrow_as_chunk_error(*source_, entry_index,
-                             FormatError("raw_byte_len " + std::to_string(e.raw_byte_len) + " is more than a " +
-                                         std::to_string(e.stored_byte_len) + "-byte zstd payload can decode to"));
+  switch (entry_codec(e)) {
+    case Codec::Raw: break;  // bounded by the file (S13): nothing to prove first
+    case Codec::Zstd: {
+      // Raw tiles are bounded by the file (S13); a zstd tile only by its payload's expansion, which
+      // no valid payload takes past 32768:1. A first frame that declares more than the tile fails too.
+      if (e.raw_byte_len > codec::zstd_max_decoded_size(e.stored_byte_len)) {
+        rethrow_as_chunk_error(*source_, entry_index,
+                               FormatError("raw_byte_len " + std::to_string(e.raw_byte_len) + " is more than a " +
+                                           std::to_string(e.stored_byte_len) + "-byte zstd payload can decode to"));
+      }
+      // The frame header: a view of a memory-resident source, else one small read.
+      std::array<std::byte, kZstdFrameHeaderMax> header{};
+      const std::size_t head_len = static_cast<std::size_t>(std::min<std::uint64_t>(e.stored_byte_len, header.size()));
+      std::span<const std::byte> head;
+      if (const std::byte* p = source_->view(e.payload_offset, head_len)) {
+        head = {p, head_len};
+      } else {
+        source_->read_at(e.payload_offset, std::span(header).first(head_len));
+        head = std::span(header).first(head_len);
+      }
+      const auto declared = codec::zstd_frame_content_size(head);
+      if (declared && *declared > e.raw_byte_len) {
+        rethrow_as_chunk_error(*source_, entry_index,
+                               FormatError("decoded payload length " + std::to_string(*declared) + " != raw_byte_len " +
+                                           std::to_string(e.raw_byte_len)));
+      }
+      // A large tile that expands far more than ordinary data does (constant fill chunks do, crafted
+      // files claim to) is first proven by streaming it through a small window.
+      constexpr std::uint64_t kLargeTile = std::uint64_t{16} << 20;
+      constexpr std::uint64_t kOrdinaryExpansion = 64;
+      if (e.raw_byte_len > kLargeTile && e.raw_byte_len / kOrdinaryExpansion > e.stored_byte_len)
+        check_chunk_payload(*source_, e, entry_index);
+      break;
     }
-    // The frame header: a view of a memory-resident source, else one small read.
-    std::array<std::byte, kZstdFrameHeaderMax> header{};
-    const std::size_t head_len = static_cast<std::size_t>(std::min<std::uint64_t>(e.stored_byte_len, header.size()));
-    std::span<const std::byte> head;
-    if (const std::byte* p = source_->view(e.payload_offset, head_len)) {
-      head = {p, head_len};
-    } else {
-      source_->read_at(e.payload_offset, std::span(header).first(head_len));
-      head = std::span(header).first(head_len);
-    }
-    const auto declared = codec::zstd_frame_content_size(head);
-    if (declared && *declared > e.raw_byte_len) {
-      rethrow_as_chunk_error(*source_, entry_index,
-                             FormatError("decoded payload length " + std::to_string(*declared) + " != raw_byte_len " +
-                                         std::to_string(e.raw_byte_len)));
-    }
-    // A large tile that expands far more than ordinary data does (constant fill chunks do, crafted
-    // files claim to) is first proven by streaming it through a small window.
-    constexpr std::uint64_t kLargeTile = std::uint64_t{16} << 20;
-    constexpr std::uint64_t kOrdinaryExpansion = 64;
-    if (e.raw_byte_len > kLargeTile && e.raw_byte_len / kOrdinaryExpansion > e.stored_byte_len)
-      check_chunk_payload(*source_, e, entry_index);
   }
   scratch.resize(checked_size(e.raw_byte_len, "chunk raw_byte_len"));
   decode_chunk(entry_index, std::span<std::byte>(scratch));

@@ -13,6 +13,7 @@
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/half.hpp"
+#include "tessera/tet/chunk_codec.hpp"
 #include "tessera/version.hpp"
 
 namespace tessera::tet {
@@ -46,8 +47,17 @@ std::uint64_t int_modulus(DType dtype) {
     case DType::U8: return 256;
     case DType::U16: return 65536;
     case DType::I16: return 32768;
-    default: return kIntModulusCap;  // i32, u32, i64, u64 all exceed the cap
+    case DType::I32:
+    case DType::U32:
+    case DType::I64:
+    case DType::U64: return kIntModulusCap;  // all exceed the cap
+    case DType::Bool:
+    case DType::I8:
+    case DType::F16:
+    case DType::F32:
+    case DType::F64: break;
   }
+  throw UsageError(std::string("no integer synth formula for ") + std::string(dtype_info(dtype).name));
 }
 
 std::string unix_seconds_now() {
@@ -94,9 +104,9 @@ DatasetSpec parse_synth_spec(std::string_view text) {
     throw fail("SHAPE has " + std::to_string(spec.shape.size()) + " axes but CHUNKS has " +
                std::to_string(spec.chunk_shape.size()));
   if (parts.size() >= 5) {
-    if (parts[4] == "raw") spec.codec = Codec::Raw;
-    else if (parts[4] == "zstd") spec.codec = Codec::Zstd;
-    else throw fail("unknown codec `" + std::string(parts[4]) + "` (raw or zstd)");
+    const auto codec = codec_named(parts[4]);
+    if (!codec) throw fail("unknown codec `" + std::string(parts[4]) + "` (raw or zstd)");
+    spec.codec = *codec;
   }
   if (parts.size() == 6) {
     if (spec.codec != Codec::Zstd) throw fail("LEVEL applies to the zstd codec only");
@@ -160,7 +170,16 @@ void SynthStream::fill(std::span<std::byte> out) {
       switch (dtype_) {
         case DType::F64: store_le<double>(p, walk_); break;
         case DType::F32: store_le<float>(p, static_cast<float>(walk_)); break;
-        default: store_le<std::uint16_t>(p, float_to_half(static_cast<float>(walk_))); break;
+        case DType::F16: store_le<std::uint16_t>(p, float_to_half(static_cast<float>(walk_))); break;
+        case DType::Bool:
+        case DType::U8:
+        case DType::U16:
+        case DType::U32:
+        case DType::U64:
+        case DType::I8:
+        case DType::I16:
+        case DType::I32:
+        case DType::I64: break;  // not float: the branch below
       }
     }
   } else {

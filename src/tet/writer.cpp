@@ -21,6 +21,7 @@
 #include "tessera/core/checked.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/tet/chunk_codec.hpp"
 #include "writer_plan.hpp"
 
 namespace tessera::tet {
@@ -231,41 +232,46 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
   // With one tile per row (rank 1, or a single chunk across the trailing axes) the slab is the tile.
   const bool slab_is_tile = p.row_tiles == 1;
 
-  if (p.codec == Codec::Raw) {
-    std::vector<std::uint64_t> offsets(checked_size(p.row_tiles) + 1, 0);
-    for (std::uint64_t t = 0; t < p.row_tiles; ++t) offsets[t + 1] = offsets[t] + tile_at(t).bytes;
-    std::span<const std::byte> out = slab;
-    if (!slab_is_tile) {
-      row_buffer.resize(slab.size());
-      for_each(p.row_tiles, [&](std::uint64_t t) {
-        const detail::RowTile tile = tile_at(t);
-        detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd}, {tile.extent.data(), nd}, es,
-                            row_buffer.data() + offsets[t]);
-      });
-      out = row_buffer;
-    }
-    const std::uint64_t base = sink->position();
-    sink->write(out);
-    for (std::uint64_t t = 0; t < p.row_tiles; ++t) record(tile_at(t), base + offsets[t], offsets[t + 1] - offsets[t]);
-  } else {
-    compressed.resize(checked_size(p.row_tiles));
-    const codec::ZstdOptions zopts{p.zstd_level, /*content_size=*/true, /*checksum=*/false};
-    for_each(p.row_tiles, [&](std::uint64_t t) {
-      std::vector<std::byte>& out = compressed[t];
-      out.clear();
-      if (slab_is_tile) {
-        codec::zstd_compress_append(slab, out, zopts);
-        return;
+  switch (p.codec) {
+    case Codec::Raw: {
+      std::vector<std::uint64_t> offsets(checked_size(p.row_tiles) + 1, 0);
+      for (std::uint64_t t = 0; t < p.row_tiles; ++t) offsets[t + 1] = offsets[t] + tile_at(t).bytes;
+      std::span<const std::byte> out = slab;
+      if (!slab_is_tile) {
+        row_buffer.resize(slab.size());
+        for_each(p.row_tiles, [&](std::uint64_t t) {
+          const detail::RowTile tile = tile_at(t);
+          detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd}, {tile.extent.data(), nd}, es,
+                              row_buffer.data() + offsets[t]);
+        });
+        out = row_buffer;
       }
-      const detail::RowTile tile = tile_at(t);
-      thread_local std::vector<std::byte> scratch;
-      scratch.resize(checked_size(tile.bytes));
-      detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd}, {tile.extent.data(), nd}, es, scratch.data());
-      codec::zstd_compress_append(scratch, out, zopts);
-    });
-    for (std::uint64_t t = 0; t < p.row_tiles; ++t) {
-      record(tile_at(t), sink->position(), compressed[t].size());
-      sink->write(compressed[t]);
+      const std::uint64_t base = sink->position();
+      sink->write(out);
+      for (std::uint64_t t = 0; t < p.row_tiles; ++t) record(tile_at(t), base + offsets[t], offsets[t + 1] - offsets[t]);
+      break;
+    }
+    case Codec::Zstd: {
+      compressed.resize(checked_size(p.row_tiles));
+      const codec::ZstdOptions zopts{p.zstd_level, /*content_size=*/true, /*checksum=*/false};
+      for_each(p.row_tiles, [&](std::uint64_t t) {
+        std::vector<std::byte>& out = compressed[t];
+        out.clear();
+        if (slab_is_tile) {
+          codec::zstd_compress_append(slab, out, zopts);
+          return;
+        }
+        const detail::RowTile tile = tile_at(t);
+        thread_local std::vector<std::byte> scratch;
+        scratch.resize(checked_size(tile.bytes));
+        detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd}, {tile.extent.data(), nd}, es, scratch.data());
+        codec::zstd_compress_append(scratch, out, zopts);
+      });
+      for (std::uint64_t t = 0; t < p.row_tiles; ++t) {
+        record(tile_at(t), sink->position(), compressed[t].size());
+        sink->write(compressed[t]);
+      }
+      break;
     }
   }
   p.tiles_written += p.row_tiles;
@@ -431,7 +437,8 @@ void TetWriter::append_raw_tiles(std::uint32_t id, std::span<const std::byte> by
   State& s = *state_;
   DatasetPlan& p = s.due(id, "append_raw_tiles");
   if (p.codec != Codec::Raw)
-    throw UsageError(s.prefix(id) + "append_raw_tiles needs a raw-codec dataset (this one is zstd)");
+    throw UsageError(s.prefix(id) + "append_raw_tiles needs a raw-codec dataset (this one is " +
+                     std::string(codec_name(p.codec)) + ")");
   const std::uint64_t left = p.geometry.logical_bytes - p.bytes_written;
   if (bytes.size() > left)
     throw UsageError(s.prefix(id) + "append_raw_tiles got " + std::to_string(bytes.size()) + " bytes but only " +

@@ -10,6 +10,7 @@
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/text.hpp"
+#include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet/footer.hpp"
 #include "tessera/tet/writer.hpp"
 
@@ -127,9 +128,9 @@ void validate_dataset_spec(const DatasetSpec& spec) {
   if (!bytes)
     throw LimitError(prefix + "logical tensor byte length overflow (shape " + bracketed(spec.shape) + ")", {},
                      "dataset directory");
-  if (spec.codec != Codec::Raw && spec.codec != Codec::Zstd)
+  if (!codec_of_tag(static_cast<std::uint32_t>(spec.codec)))
     throw UsageError(prefix + "unsupported codec " + std::to_string(static_cast<std::uint32_t>(spec.codec)) +
-                         " (supported: 0 = raw, 1 = zstd)",
+                         " (supported: " + codec_tags_text() + ")",
                      {}, "chunk index");
   if (spec.codec == Codec::Zstd && (spec.zstd_level < kMinZstdLevel || spec.zstd_level > kMaxZstdLevel))
     throw UsageError(prefix + "zstd level " + std::to_string(spec.zstd_level) + " out of range (" +

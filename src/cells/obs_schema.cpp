@@ -35,8 +35,18 @@ std::uint64_t code_capacity(ColumnType type) {
   switch (type) {
     case ColumnType::Int8: return 127;
     case ColumnType::Int16: return 32767;
-    default: return 2147483647;
+    case ColumnType::Int32:
+    case ColumnType::Int64:
+    case ColumnType::UInt8:
+    case ColumnType::UInt16:
+    case ColumnType::UInt32:
+    case ColumnType::UInt64:
+    case ColumnType::Float:
+    case ColumnType::Double:
+    case ColumnType::Bool:
+    case ColumnType::String: return 2147483647;  // the int32 code range
   }
+  return 2147483647;
 }
 
 std::string column_label(std::size_t i, const std::string& name) {

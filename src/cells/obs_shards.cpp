@@ -35,9 +35,16 @@ bool readable_as(ColumnType read, ColumnType stored) {
       return read == ColumnType::Int32;
     case ColumnType::UInt32:
       return read == ColumnType::Int64 || read == ColumnType::Int32;
-    default:
+    case ColumnType::Int32:
+    case ColumnType::Int64:
+    case ColumnType::UInt64:
+    case ColumnType::Float:
+    case ColumnType::Double:
+    case ColumnType::Bool:
+    case ColumnType::String:
       return false;
   }
+  return false;
 }
 
 // Narrows an integer column read in a wider physical type to the stored type, checking each value.

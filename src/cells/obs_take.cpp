@@ -98,7 +98,16 @@ Column gather(const ObsColumnSchema& schema, const ObsCacheFile& file, std::span
       }
       return out;
     }
-    default: break;
+    case ColumnType::Int8:
+    case ColumnType::Int16:
+    case ColumnType::Int32:
+    case ColumnType::Int64:
+    case ColumnType::UInt8:
+    case ColumnType::UInt16:
+    case ColumnType::UInt32:
+    case ColumnType::UInt64:
+    case ColumnType::Float:
+    case ColumnType::Double: break;
   }
   // Category codes and numbers: the stored type, or float64 with NaN when a touched tile has nulls.
   bool nulls = false;

@@ -31,8 +31,16 @@ std::string pandas_type(ColumnType t) {
     case ColumnType::Double: return "float64";
     case ColumnType::Bool: return "bool";
     case ColumnType::String: return "unicode";
-    default: return std::string(columnar::column_type_name(t));  // int8 … uint64
+    case ColumnType::Int8:
+    case ColumnType::Int16:
+    case ColumnType::Int32:
+    case ColumnType::Int64:
+    case ColumnType::UInt8:
+    case ColumnType::UInt16:
+    case ColumnType::UInt32:
+    case ColumnType::UInt64: return std::string(columnar::column_type_name(t));
   }
+  throw UsageError("column type tag " + std::to_string(static_cast<int>(t)) + " has no pandas type");
 }
 
 // The pandas dtype (`numpy_type`, str(dtype)) the column came from: numpy's for complete
@@ -45,13 +53,21 @@ std::string numpy_type(const Column& c) {
     case ColumnType::Bool: return nulls ? "boolean" : "bool";
     case ColumnType::Float: return "float32";
     case ColumnType::Double: return "float64";
-    default: {
+    case ColumnType::Int8:
+    case ColumnType::Int16:
+    case ColumnType::Int32:
+    case ColumnType::Int64:
+    case ColumnType::UInt8:
+    case ColumnType::UInt16:
+    case ColumnType::UInt32:
+    case ColumnType::UInt64: {
       std::string name(columnar::column_type_name(c.type));
       if (nulls) name[0] = name[0] == 'u' ? 'U' : 'I';  // int8 → Int8, uint8 → UInt8
       if (nulls && name[0] == 'U') name[1] = 'I';
       return name;
     }
   }
+  throw UsageError("column type tag " + std::to_string(static_cast<int>(c.type)) + " has no numpy type");
 }
 
 Json column_metadata(const Json& name, const std::string& field_name, const Column& c) {

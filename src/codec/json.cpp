@@ -461,7 +461,9 @@ Json parse_strict(std::string_view text, std::string_view source) {
         if (!open_objects.back().insert(k).second) throw DuplicateKey{k};
         break;
       }
-      default: break;
+      case Json::parse_event_t::array_start:
+      case Json::parse_event_t::array_end:
+      case Json::parse_event_t::value: break;
     }
     return true;
   };

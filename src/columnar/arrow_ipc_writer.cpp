@@ -26,11 +26,19 @@ std::pair<fb::Type, flatbuffers::Offset<void>> arrow_type(flatbuffers::FlatBuffe
     case ColumnType::Double: return {fb::Type::FloatingPoint, fb::CreateFloatingPoint(b, fb::Precision::DOUBLE).Union()};
     case ColumnType::Bool: return {fb::Type::Bool, fb::CreateBool(b).Union()};
     case ColumnType::String: return {fb::Type::Utf8, fb::CreateUtf8(b).Union()};
-    default: {
+    case ColumnType::Int8:
+    case ColumnType::Int16:
+    case ColumnType::Int32:
+    case ColumnType::Int64:
+    case ColumnType::UInt8:
+    case ColumnType::UInt16:
+    case ColumnType::UInt32:
+    case ColumnType::UInt64: {
       const auto bits = static_cast<std::int32_t>(column_type_width(t) * 8);
       return {fb::Type::Int, fb::CreateInt(b, bits, is_signed_integer(t)).Union()};
     }
   }
+  throw UsageError("column type tag " + std::to_string(static_cast<int>(t)) + " has no Arrow type");
 }
 
 flatbuffers::Offset<fb::Schema> build_schema(flatbuffers::FlatBufferBuilder& b, const std::vector<ArrowField>& fields) {

@@ -308,7 +308,13 @@ class ChunkDecoder {
       case ColumnType::UInt8: { const auto v = load_le<std::int32_t>(p); range(v, 0, UINT8_MAX); append_bits<std::uint8_t>(static_cast<std::uint8_t>(v)); break; }
       case ColumnType::UInt16: { const auto v = load_le<std::int32_t>(p); range(v, 0, UINT16_MAX); append_bits<std::uint16_t>(static_cast<std::uint16_t>(v)); break; }
       case ColumnType::Bool: append_bits<std::uint8_t>(static_cast<std::uint8_t>(p[0])); break;
-      default: out_.data.insert(out_.data.end(), p, p + width_); break;  // same width and bits
+      case ColumnType::Int32:
+      case ColumnType::Int64:
+      case ColumnType::UInt32:
+      case ColumnType::UInt64:
+      case ColumnType::Float:
+      case ColumnType::Double: out_.data.insert(out_.data.end(), p, p + width_); break;  // same width and bits
+      case ColumnType::String: fail(where, "string values have no fixed width"); break;
     }
   }
 

@@ -30,8 +30,14 @@ PhysicalType physical_of(ColumnType t) {
     case ColumnType::Double: return PhysicalType::Double;
     case ColumnType::Bool: return PhysicalType::Boolean;
     case ColumnType::String: return PhysicalType::ByteArray;
-    default: return PhysicalType::Int32;
+    case ColumnType::Int8:
+    case ColumnType::Int16:
+    case ColumnType::Int32:
+    case ColumnType::UInt8:
+    case ColumnType::UInt16:
+    case ColumnType::UInt32: return PhysicalType::Int32;
   }
+  throw UsageError("column type tag " + std::to_string(static_cast<int>(t)) + " has no Parquet physical type");
 }
 
 pq::SchemaElement leaf_element(const ParquetColumnSpec& spec) {
@@ -75,7 +81,13 @@ void append_plain(const Column& c, std::uint64_t r, std::vector<std::byte>& out)
                  reinterpret_cast<const std::byte*>(s.data()) + s.size());
       break;
     }
-    default: {  // same bits as stored (int32, int64, uint32, uint64, float, double)
+    case ColumnType::Int32:
+    case ColumnType::Int64:
+    case ColumnType::UInt32:
+    case ColumnType::UInt64:
+    case ColumnType::Float:
+    case ColumnType::Double:
+    case ColumnType::Bool: {  // same bits as stored
       const std::size_t w = column_type_width(c.type);
       out.insert(out.end(), c.data.begin() + static_cast<std::ptrdiff_t>(r * w),
                  c.data.begin() + static_cast<std::ptrdiff_t>((r + 1) * w));

@@ -98,10 +98,20 @@ DType target_dtype(const SourceArray& array) {
     return array.cf->double_precision ? DType::F64 : DType::F32;
   }
   switch (array.stored) {
-    case DType::I8: return DType::I16;
+    case DType::I8: return DType::I16;  // no .tet dtype: widened
     case DType::Bool: return DType::U8;
-    default: return array.stored;
+    case DType::U8:
+    case DType::U16:
+    case DType::U32:
+    case DType::U64:
+    case DType::I16:
+    case DType::I32:
+    case DType::I64:
+    case DType::F16:
+    case DType::F32:
+    case DType::F64: return array.stored;
   }
+  throw UsageError("no .tet dtype for stored dtype tag " + std::to_string(static_cast<int>(array.stored)));
 }
 
 bool needs_conversion(const SourceArray& array) {
@@ -135,7 +145,16 @@ void convert_values(const SourceArray& array, std::string_view path, std::span<c
         out[i] = in[i];
       }
       return;
-    default: std::memcpy(out.data(), in.data(), std::min(in.size(), out.size()));
+    case DType::U8:
+    case DType::U16:
+    case DType::U32:
+    case DType::U64:
+    case DType::I16:
+    case DType::I32:
+    case DType::I64:
+    case DType::F16:
+    case DType::F32:
+    case DType::F64: std::memcpy(out.data(), in.data(), std::min(in.size(), out.size())); return;
   }
 }
 

@@ -195,8 +195,9 @@ std::vector<std::string> category_strings(const Hdf5File& f, const std::string& 
     case Hdf5Element::Float:
       for (const auto v : read_double(d)) out.push_back(python_str(v));
       return out;
-    default: fail(f.path(), object, "categories of type " + d.type_name() + " are not strings, numbers or booleans");
+    case Hdf5Element::Other: break;
   }
+  fail(f.path(), object, "categories of type " + d.type_name() + " are not strings, numbers or booleans");
 }
 
 InputObsColumn categorical(const Frame& fr, const std::string& name, const std::string& codes_object,
@@ -294,9 +295,10 @@ InputObsColumn read_column(const Frame& fr, const std::string& name) {
         col.values = value_column(d, nullptr);
         return col;
       }
-      [[fallthrough]];
-    default: fr.unsupported(name, "holds " + d.type_name());
+      break;
+    case Hdf5Element::Other: break;
   }
+  fr.unsupported(name, "holds " + d.type_name());
 }
 
 }  // namespace
@@ -356,7 +358,8 @@ std::string dataframe_index(const Hdf5File& f, const std::string& group) {
       throw UnsupportedError(path + ": " + group +
                                  ": a dataframe stored as a compound dataset (AnnData before 0.7) is not supported",
                              path, group);
-    default: fail(path, group, "missing");
+    case Hdf5Kind::Missing:
+    case Hdf5Kind::Other: fail(path, group, "missing");
   }
   if (const auto enc = f.string_attribute(group, "encoding-type"); enc && *enc != "dataframe")
     fail(path, group, "encoding-type is '" + *enc + "', not 'dataframe'");

@@ -134,22 +134,15 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
   return n;
 }
 
+// libcurl's codes are an open set (each release adds some); the ones worth another attempt are
+// listed, every other one is final.
 bool transient_curl_error(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_CONNECT_ERROR:
-      return true;
-    default:
-      return false;
-  }
+  constexpr CURLcode kTransient[] = {
+      CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR,
+      CURLE_RECV_ERROR,           CURLE_GOT_NOTHING,     CURLE_PARTIAL_FILE,       CURLE_HTTP2,
+      CURLE_HTTP2_STREAM,         CURLE_SSL_CONNECT_ERROR,
+  };
+  return std::find(std::begin(kTransient), std::end(kTransient), code) != std::end(kTransient);
 }
 
 bool transient_status(long status) { return status == 429 || (status >= 500 && status <= 599); }

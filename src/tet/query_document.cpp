@@ -177,7 +177,28 @@ QueryOperation parse_operation(QueryOp op, const Json& v) {
       out.method = *m;
       break;
     }
-    default:
+    case QueryOp::Sum:
+    case QueryOp::Mean:
+    case QueryOp::Min:
+    case QueryOp::Max:
+    case QueryOp::Var:
+    case QueryOp::Std:
+    case QueryOp::Product:
+    case QueryOp::NormL1:
+    case QueryOp::NormL2:
+    case QueryOp::Count:
+    case QueryOp::AllFinite:
+    case QueryOp::AnyNan:
+    case QueryOp::AnyInf:
+    case QueryOp::ArgMin:
+    case QueryOp::ArgMax:
+    case QueryOp::Median:
+    case QueryOp::NanCount:
+    case QueryOp::InfCount:
+    case QueryOp::Covariance:
+    case QueryOp::Correlation:
+    case QueryOp::NanMean:
+    case QueryOp::NanStd:
       out.axes = axis_spec(v);
       break;
   }
@@ -206,7 +227,28 @@ void validate_operation(const QueryOperation& op) {
       if (op.axes.size() != 1)
         fail("covariance/correlation require exactly one observation axis (e.g. `\"axis\": 0`)");
       break;
-    default:
+    case QueryOp::Sum:
+    case QueryOp::Mean:
+    case QueryOp::Min:
+    case QueryOp::Max:
+    case QueryOp::Var:
+    case QueryOp::Std:
+    case QueryOp::Product:
+    case QueryOp::NormL1:
+    case QueryOp::NormL2:
+    case QueryOp::Count:
+    case QueryOp::AllFinite:
+    case QueryOp::AnyNan:
+    case QueryOp::AnyInf:
+    case QueryOp::ArgMin:
+    case QueryOp::ArgMax:
+    case QueryOp::Median:
+    case QueryOp::NanCount:
+    case QueryOp::InfCount:
+    case QueryOp::NullCount:
+    case QueryOp::NanMean:
+    case QueryOp::NanStd:
+    case QueryOp::Transform:
       break;
   }
 }
@@ -479,7 +521,28 @@ Json operation_echo(const QueryOperation& op) {
       body["axes"] = axes;
       body["fill"] = op.fill ? Json(*op.fill) : Json(nullptr);
       break;
-    default:
+    case QueryOp::Sum:
+    case QueryOp::Mean:
+    case QueryOp::Min:
+    case QueryOp::Max:
+    case QueryOp::Var:
+    case QueryOp::Std:
+    case QueryOp::Product:
+    case QueryOp::NormL1:
+    case QueryOp::NormL2:
+    case QueryOp::Count:
+    case QueryOp::AllFinite:
+    case QueryOp::AnyNan:
+    case QueryOp::AnyInf:
+    case QueryOp::ArgMin:
+    case QueryOp::ArgMax:
+    case QueryOp::Median:
+    case QueryOp::NanCount:
+    case QueryOp::InfCount:
+    case QueryOp::Covariance:
+    case QueryOp::Correlation:
+    case QueryOp::NanMean:
+    case QueryOp::NanStd:
       body["axes"] = axes;
       break;
   }

@@ -203,7 +203,27 @@ void reduce_cells(Stored<T>* base, const Reduction& red, const QueryOperation& o
       res.fields.emplace_back(key + "_order", cells);
       break;
     }
-    default:
+    case QueryOp::Sum:
+    case QueryOp::Mean:
+    case QueryOp::Min:
+    case QueryOp::Max:
+    case QueryOp::Var:
+    case QueryOp::Std:
+    case QueryOp::Product:
+    case QueryOp::NormL1:
+    case QueryOp::NormL2:
+    case QueryOp::Count:
+    case QueryOp::AllFinite:
+    case QueryOp::AnyNan:
+    case QueryOp::AnyInf:
+    case QueryOp::ArgMin:
+    case QueryOp::ArgMax:
+    case QueryOp::NanCount:
+    case QueryOp::InfCount:
+    case QueryOp::NullCount:
+    case QueryOp::NanMean:
+    case QueryOp::NanStd:
+    case QueryOp::Transform:
       fail("operation `" + std::string(query_op_key(op.op)) + "` does not materialize");
   }
 }

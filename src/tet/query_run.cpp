@@ -78,7 +78,8 @@ Json preview_json(DType dtype, const qe::PreviewBuffer& p) {
       case DType::I16: { std::int16_t v; std::memcpy(&v, e, 2); a.push_back(static_cast<std::int64_t>(v)); break; }
       case DType::U32: { std::uint32_t v; std::memcpy(&v, e, 4); a.push_back(static_cast<std::uint64_t>(v)); break; }
       case DType::U64: { std::uint64_t v; std::memcpy(&v, e, 8); a.push_back(v); break; }
-      default: break;
+      case DType::Bool:
+      case DType::I8: break;  // no .tet dtype
     }
   }
   return a;

@@ -76,9 +76,30 @@ Json operation_wire(const QueryOperation& op) {
       body["method"] = std::string(transform_method_name(op.method));
       body["axes"] = axes_json(op.axes);
       return body;
-    default:
-      return axes_json(op.axes);
+    case QueryOp::Sum:
+    case QueryOp::Mean:
+    case QueryOp::Min:
+    case QueryOp::Max:
+    case QueryOp::Var:
+    case QueryOp::Std:
+    case QueryOp::Product:
+    case QueryOp::NormL1:
+    case QueryOp::NormL2:
+    case QueryOp::Count:
+    case QueryOp::AllFinite:
+    case QueryOp::AnyNan:
+    case QueryOp::AnyInf:
+    case QueryOp::ArgMin:
+    case QueryOp::ArgMax:
+    case QueryOp::Median:
+    case QueryOp::NanCount:
+    case QueryOp::InfCount:
+    case QueryOp::Covariance:
+    case QueryOp::Correlation:
+    case QueryOp::NanMean:
+    case QueryOp::NanStd: break;
   }
+  return axes_json(op.axes);
 }
 
 }  // namespace

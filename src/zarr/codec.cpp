@@ -8,10 +8,12 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "tessera/codec/checksum.hpp"
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/endian.hpp"
+#include "tessera/core/overloaded.hpp"
 
 namespace tessera::zarr {
 namespace {
@@ -36,47 +38,60 @@ bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> s
   cur = stored;
   bool in_scratch = false;  // whether `cur` views `scratch` (then a decoder cannot reuse it)
   for (std::size_t i = chain.bytes_to_bytes.size(); i-- > 0;) {
-    const auto& codec = chain.bytes_to_bytes[i];
-    if (std::holds_alternative<Crc32cCodec>(codec)) {
-      if (cur.size() < kCrcBytes)
-        fail<FormatError>(chunk.key, chunk.label() + " crc32c", "is " + std::to_string(cur.size()) + " bytes, shorter than its checksum");
-      const auto payload = cur.first(cur.size() - kCrcBytes);
-      const std::uint32_t stored_crc = load_le<std::uint32_t>(cur.data() + payload.size());
-      const std::uint32_t computed = codec::crc32c(payload);
-      if (stored_crc != computed) {
-        char text[64];
-        std::snprintf(text, sizeof text, "CRC-32C mismatch: stored %08x, computed %08x", stored_crc, computed);
-        fail<FormatError>(chunk.key, chunk.label() + " crc32c", text);
-      }
-      cur = payload;  // stripping the checksum is a view, no copy
-      continue;
-    }
-    if (i == 0 && before_last_zstd) before_last_zstd(cur);
-    try {
-      if (i == 0 && exact_out) {
-        codec::zstd_decompress_into(cur, *exact_out);
-        return true;
-      }
-      if (in_scratch) scratch = codec::zstd_decompress_capped(cur, max_bytes);
-      else codec::zstd_decompress_capped(cur, max_bytes, scratch);  // reuses the caller's buffer
-      cur = scratch;
-      in_scratch = true;
-    } catch (const LimitError& e) {
-      fail<LimitError>(chunk.key, chunk.label() + " zstd", e.what());
-    } catch (const FormatError& e) {
-      fail<FormatError>(chunk.key, chunk.label() + " zstd", e.what());
-    }
+    // Each step either strips a checksum (a view, no copy) or decodes into `scratch`; the first
+    // codec of the chain may decode straight into `exact_out`, which ends the chain.
+    const bool finished = std::visit(
+        Overloaded{
+            [&](const Crc32cCodec&) {
+              if (cur.size() < kCrcBytes)
+                fail<FormatError>(chunk.key, chunk.label() + " crc32c",
+                                  "is " + std::to_string(cur.size()) + " bytes, shorter than its checksum");
+              const auto payload = cur.first(cur.size() - kCrcBytes);
+              const std::uint32_t stored_crc = load_le<std::uint32_t>(cur.data() + payload.size());
+              const std::uint32_t computed = codec::crc32c(payload);
+              if (stored_crc != computed) {
+                char text[64];
+                std::snprintf(text, sizeof text, "CRC-32C mismatch: stored %08x, computed %08x", stored_crc, computed);
+                fail<FormatError>(chunk.key, chunk.label() + " crc32c", text);
+              }
+              cur = payload;
+              return false;
+            },
+            [&](const ZstdCodec&) {
+              if (i == 0 && before_last_zstd) before_last_zstd(cur);
+              try {
+                if (i == 0 && exact_out) {
+                  codec::zstd_decompress_into(cur, *exact_out);
+                  return true;
+                }
+                if (in_scratch) scratch = codec::zstd_decompress_capped(cur, max_bytes);
+                else codec::zstd_decompress_capped(cur, max_bytes, scratch);  // reuses the caller's buffer
+                cur = scratch;
+                in_scratch = true;
+              } catch (const LimitError& e) {
+                fail<LimitError>(chunk.key, chunk.label() + " zstd", e.what());
+              } catch (const FormatError& e) {
+                fail<FormatError>(chunk.key, chunk.label() + " zstd", e.what());
+              }
+              return false;
+            },
+        },
+        chain.bytes_to_bytes[i]);
+    if (finished) return true;
   }
   return false;
 }
 
 std::vector<std::byte> encode_bytes_to_bytes(const CodecChain& chain, std::vector<std::byte> raw) {
-  for (const auto& codec : chain.bytes_to_bytes) {
-    if (const auto* z = std::get_if<ZstdCodec>(&codec)) {
-      raw = codec::zstd_compress(raw, codec::ZstdOptions{.level = z->level, .content_size = true, .checksum = z->checksum});
-    } else {
-      append_le<std::uint32_t>(raw, codec::crc32c(raw));
-    }
+  for (const auto& step : chain.bytes_to_bytes) {
+    std::visit(Overloaded{
+                   [&](const ZstdCodec& z) {
+                     raw = codec::zstd_compress(
+                         raw, codec::ZstdOptions{.level = z.level, .content_size = true, .checksum = z.checksum});
+                   },
+                   [&](const Crc32cCodec&) { append_le<std::uint32_t>(raw, codec::crc32c(raw)); },
+               },
+               step);
   }
   return raw;
 }

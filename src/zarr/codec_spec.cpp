@@ -2,7 +2,9 @@
 #include "tessera/zarr/codec_spec.hpp"
 
 #include <string>
+#include <variant>
 
+#include "tessera/core/overloaded.hpp"
 #include "tessera/zarr/errors.hpp"
 
 namespace tessera::zarr {
@@ -179,18 +181,28 @@ Json endian_json(Endian e) { return e == Endian::Little ? "little" : "big"; }
 
 Json chain_json(const CodecChain& chain, std::size_t item_size) {
   Json list = Json::array();
-  if (const auto* bytes = std::get_if<BytesCodec>(&chain.array_to_bytes)) {
-    Json codec = {{"name", "bytes"}};
-    if (item_size != 1) codec["configuration"] = {{"endian", endian_json(bytes->endian.value_or(Endian::Little))}};
-    list.push_back(std::move(codec));
-  } else {
-    list.push_back({{"name", "vlen-bytes"}, {"configuration", Json::object()}});
-  }
-  for (const auto& b : chain.bytes_to_bytes) {
-    if (const auto* z = std::get_if<ZstdCodec>(&b))
-      list.push_back({{"name", "zstd"}, {"configuration", {{"level", z->level}, {"checksum", z->checksum}}}});
-    else
-      list.push_back({{"name", "crc32c"}});
+  list.push_back(std::visit(Overloaded{
+                                [&](const BytesCodec& bytes) {
+                                  Json codec = {{"name", "bytes"}};
+                                  if (item_size != 1)
+                                    codec["configuration"] = {
+                                        {"endian", endian_json(bytes.endian.value_or(Endian::Little))}};
+                                  return codec;
+                                },
+                                [](const VlenBytesCodec&) {
+                                  return Json{{"name", "vlen-bytes"}, {"configuration", Json::object()}};
+                                },
+                            },
+                            chain.array_to_bytes));
+  for (const auto& step : chain.bytes_to_bytes) {
+    list.push_back(std::visit(Overloaded{
+                                  [](const ZstdCodec& z) {
+                                    return Json{{"name", "zstd"},
+                                                {"configuration", {{"level", z.level}, {"checksum", z.checksum}}}};
+                                  },
+                                  [](const Crc32cCodec&) { return Json{{"name", "crc32c"}}; },
+                              },
+                              step));
   }
   return list;
 }

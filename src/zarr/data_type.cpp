@@ -36,8 +36,18 @@ std::vector<std::byte> float_element(DType t, double v) {
   switch (t) {
     case DType::F16: return le_bytes(float_to_half(static_cast<float>(v)));
     case DType::F32: return le_bytes(static_cast<float>(v));
-    default: return le_bytes(v);
+    case DType::F64: return le_bytes(v);
+    case DType::Bool:
+    case DType::U8:
+    case DType::U16:
+    case DType::U32:
+    case DType::U64:
+    case DType::I8:
+    case DType::I16:
+    case DType::I32:
+    case DType::I64: break;
   }
+  throw UsageError(std::string("a float fill value for the non-float type ") + std::string(dtype_info(t).name));
 }
 
 int hex_digit(char c) {
@@ -248,7 +258,15 @@ bool all_equal_fill(std::span<const std::byte> elements, const DataType& type, c
     case DType::F16: return float_compare([](const std::byte* p) { return half_to_double(load_le<std::uint16_t>(p)); });
     case DType::F32: return float_compare([](const std::byte* p) { return static_cast<double>(load_le<float>(p)); });
     case DType::F64: return float_compare([](const std::byte* p) { return load_le<double>(p); });
-    default: break;
+    case DType::Bool:
+    case DType::U8:
+    case DType::U16:
+    case DType::U32:
+    case DType::U64:
+    case DType::I8:
+    case DType::I16:
+    case DType::I32:
+    case DType::I64: break;  // compared bit for bit below
   }
   if (type.vlen || size == 0) return true;
   for (std::size_t off = 0; off + size <= elements.size(); off += size)

@@ -2,8 +2,6 @@
 // closing objects (spec deltacells.md §4.7, §4.8, §7.8).
 #include "tessera/cells/dataset_writer.hpp"
 
-#include <fcntl.h>
-#include <stdio.h>
 #include <unistd.h>
 
 #include <tbb/parallel_pipeline.h>
@@ -25,6 +23,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/test_hooks.hpp"
 #include "tessera/io/byte_sink.hpp"
+#include "tessera/io/staging.hpp"
 #include "tessera/io/store.hpp"
 
 namespace fs = std::filesystem;
@@ -78,12 +77,10 @@ class OutputDir {
   const fs::path& root() const { return root_; }
   void commit() {
     if (swap_) {
-      if (::renameat2(AT_FDCWD, root_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) != 0)
-        throw IoError("cannot swap the new dataset into place: " + std::string(std::strerror(errno)), final_.string());
-      committed_ = true;
-      test_hooks::point("cells.dataset_swapped");
-      std::error_code ec;
-      fs::remove_all(root_, ec);  // the old dataset, now at the temporary name
+      io::replace_directory(root_.string(), final_.string(), [this] {
+        committed_ = true;
+        test_hooks::point("cells.dataset_swapped");
+      });
       return;
     }
     committed_ = true;

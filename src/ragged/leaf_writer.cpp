@@ -2,8 +2,6 @@
 // atomic swap of the temporary prefix, and the stats sidecar.
 #include "tessera/ragged/leaf_writer.hpp"
 
-#include <fcntl.h>
-#include <stdio.h>
 #include <unistd.h>
 
 #include <memory>
@@ -11,7 +9,6 @@
 #include <oneapi/tbb/parallel_for.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +20,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/test_hooks.hpp"
 #include "tessera/io/file_lock.hpp"
+#include "tessera/io/staging.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/hive_writer.hpp"
 #include "tessera/ragged/leaf_meta.hpp"
@@ -51,59 +49,6 @@ std::string basename_of(const std::string& key) {
   const auto cut = key.rfind('/');
   return cut == std::string::npos ? key : key.substr(cut + 1);
 }
-
-// Writes the objects of a leaf under construction. Nothing below the temporary prefix is visible
-// to readers before the swap, so its objects need no per-object atomic rename and fsync (which
-// cost two fsyncs each and dominated the build): they are written in place, and the whole leaf
-// is flushed with one syncfs before the swap. Reads and everything else go to the hive's store.
-class StagingStore final : public io::Store {
- public:
-  explicit StagingStore(io::DirectoryStore& hive) : hive_(hive) {}
-  std::unique_ptr<io::ByteSource> open(const std::string& key) const override { return hive_.open(key); }
-  bool exists(const std::string& key) const override { return hive_.exists(key); }
-  std::vector<std::string> list(const std::string& prefix) const override { return hive_.list(prefix); }
-  void erase(const std::string& key) override { hive_.erase(key); }
-  const std::string& name() const override { return hive_.name(); }
-  std::optional<std::vector<std::byte>> get(const std::string& key) const override { return hive_.get(key); }
-  std::optional<io::RangeRead> get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const override {
-    return hive_.get_range(key, offset, length);
-  }
-  std::optional<io::RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override {
-    return hive_.get_suffix(key, length);
-  }
-  std::optional<std::uint64_t> size(const std::string& key) const override { return hive_.size(key); }
-  io::DirListing list_dir(const std::string& prefix) const override { return hive_.list_dir(prefix); }
-  void erase_prefix(const std::string& prefix) override { hive_.erase_prefix(prefix); }
-  void put(const std::string& key, std::span<const std::byte> bytes) override {
-    const fs::path path = hive_.path_of(key);
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw IoError(std::string("cannot create: ") + std::strerror(errno), path.string());
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const int err = errno;
-        ::close(fd);
-        throw IoError(std::string("cannot write: ") + std::strerror(err), path.string());
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    if (::close(fd) != 0) throw IoError(std::string("cannot close: ") + std::strerror(errno), path.string());
-  }
-  // Flushes the filesystem holding `key` (one call for the whole leaf).
-  void sync(const std::string& key) const {
-    const int fd = ::open(hive_.path_of(key).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    ::syncfs(fd);
-    ::close(fd);
-  }
-
- private:
-  io::DirectoryStore& hive_;
-};
 
 }  // namespace
 
@@ -221,7 +166,7 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
       const long pid = std::strtol(name.c_str() + base.size() + 5, nullptr, 10);
       if (pid == ::getpid() || io::writer_is_gone(pid)) store_->erase_prefix(io::join_key(parent, name));
     }
-    if (auto* dir = dynamic_cast<io::DirectoryStore*>(store_)) staging_ = std::make_unique<StagingStore>(*dir);
+    staging_ = io::staging_store(*store_);
   }
 
   io::Store& target = leaf_store();
@@ -388,37 +333,7 @@ void LeafWriter::write_metadata() {
   for (ArrayEntry& a : arrays_) a.writer.write_metadata();
 }
 
-void LeafWriter::swap_into_place() {
-  if (auto* dir = dynamic_cast<io::DirectoryStore*>(store_)) {
-    const std::string from = dir->path_of(tmp_key_), to = dir->path_of(leaf_key_);
-    std::error_code ec;
-    if (!fs::exists(to, ec)) {
-      if (::rename(from.c_str(), to.c_str()) != 0)
-        throw IoError(std::string("cannot rename the new leaf into place: ") + std::strerror(errno), to);
-      return;
-    }
-    // Both exist: exchange them atomically, so the path always holds a committed leaf; the old
-    // one ends up under the temporary name and is removed.
-    if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) != 0) {
-      if (errno != EINVAL && errno != ENOSYS)
-        throw IoError(std::string("cannot exchange the new leaf with the old one: ") + std::strerror(errno), to);
-      // A filesystem without exchange: move the old leaf aside first (it stays recoverable
-      // under `.old-`, which the next writer removes), then the new one in.
-      const std::string aside = dir->path_of(leaf_key_ + ".old-" + std::to_string(::getpid()));
-      if (::rename(to.c_str(), aside.c_str()) != 0 || ::rename(from.c_str(), to.c_str()) != 0)
-        throw IoError(std::string("cannot move the new leaf into place: ") + std::strerror(errno), to);
-      fs::remove_all(aside, ec);
-      return;
-    }
-    fs::remove_all(from, ec);
-    return;
-  }
-  // Other stores have no rename: replace the objects (not atomic; used for in-memory stores).
-  store_->erase_prefix(leaf_key_);
-  for (const std::string& key : store_->list_prefix(tmp_key_ + "/"))
-    store_->put(leaf_key_ + key.substr(tmp_key_.size()), *store_->get(key));
-  store_->erase_prefix(tmp_key_);
-}
+void LeafWriter::swap_into_place() { io::replace_prefix(*store_, tmp_key_, leaf_key_); }
 
 LeafReport LeafWriter::commit(const std::string& writer) {
   if (committed_) throw UsageError(where() + ": committed twice");
@@ -451,7 +366,7 @@ LeafReport LeafWriter::commit(const std::string& writer) {
   report.hashes = hash_tree(*store_, tmp_key_);
   // The stamp is the leaf's last write; the swap publishes the finished leaf.
   zarr::write_group(leaf_store(), tmp_key_, {Json{{"morton_hive_commit", hive::stamp_document(stamp)}}});
-  if (staging_) static_cast<StagingStore&>(*staging_).sync(tmp_key_);
+  io::sync_staged(*store_, tmp_key_);
   // The sibling stats.json describes the leaf in place. It is removed before the swap and the new
   // one written after, so a kill in between leaves a leaf without a stats record, never one whose
   // record's content hashes are another leaf's.

@@ -161,6 +161,12 @@ codec::json::Json read_json_file(const fs::path& path) {
   return codec::json::parse_strict(text, path.string());
 }
 
+std::optional<ragged::ContentHashes> recorded_hashes(const fs::path& leaf, const std::optional<std::string>& expected) {
+  const fs::path record = expected ? fs::path(*expected) : stats_sidecar_of(leaf);
+  if (!expected && !input_exists(record)) return std::nullopt;
+  return ragged::parse_content_hashes(read_json_file(record));
+}
+
 std::string word_text(std::uint64_t word) { return std::to_string(word); }
 
 }  // namespace tessera::cli::ragged_cli

@@ -14,6 +14,7 @@
 
 #include "tessera/codec/json.hpp"
 #include "tessera/io/store.hpp"
+#include "tessera/ragged/content_hash.hpp"
 #include "tessera/ragged/hive.hpp"
 
 namespace tessera::cli::ragged_cli {
@@ -64,6 +65,10 @@ std::filesystem::path stats_sidecar_of(const std::filesystem::path& leaf);
 codec::json::Json read_json_file(const std::filesystem::path& path);
 // Whether the file or object exists (a HEAD over HTTP).
 bool input_exists(const std::filesystem::path& path);
+// The content hashes recorded for a leaf: those of the record at `expected` when given (which must
+// then exist), else those of the leaf's stats sidecar when it exists; nullopt when there is none.
+std::optional<ragged::ContentHashes> recorded_hashes(const std::filesystem::path& leaf,
+                                                     const std::optional<std::string>& expected = std::nullopt);
 
 // Words (morton, toc) are decimal strings in JSON.
 std::string word_text(std::uint64_t word);

@@ -42,10 +42,7 @@ void write_verification(JsonWriter& w, const ragged::HashVerification& result) {
 
 // The hashes of one leaf checked against `record` (the sidecar beside it when not given).
 ragged::HashVerification verify_leaf(const ragged_cli::Target& leaf, const std::optional<std::string>& expected) {
-  std::optional<ragged::ContentHashes> recorded;
-  const fs::path record = expected ? fs::path(*expected) : ragged_cli::stats_sidecar_of(leaf.root);
-  if (expected || ragged_cli::input_exists(record)) recorded = ragged::parse_content_hashes(ragged_cli::read_json_file(record));
-  return ragged::verify_hashes(ragged::hash_tree(*leaf.store), recorded);
+  return ragged::verify_hashes(ragged::hash_tree(*leaf.store), ragged_cli::recorded_hashes(leaf.root, expected));
 }
 
 // Every leaf of a hive root, each against its own sidecar; a leaf that cannot be hashed is

@@ -30,10 +30,8 @@ struct VerifyArgs {
 
 // The §7 hashes against the stats sidecar beside the leaf; nothing when there is none.
 std::optional<ragged::HashVerification> verify_sidecar_hashes(const ragged_cli::Target& t) {
-  const fs::path sidecar = ragged_cli::stats_sidecar_of(t.root);
-  if (!ragged_cli::input_exists(sidecar)) return std::nullopt;
-  const auto recorded = ragged::parse_content_hashes(ragged_cli::read_json_file(sidecar));
-  if (!recorded) return std::nullopt;
+  const auto recorded = ragged_cli::recorded_hashes(t.root);
+  if (!recorded) return std::nullopt;  // nothing recorded: verify checks the structure only
   return ragged::verify_hashes(ragged::hash_tree(*t.store), recorded);
 }
 

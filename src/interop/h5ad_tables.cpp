@@ -154,7 +154,8 @@ Column value_column(const Hdf5Dataset& d, const std::vector<std::uint8_t>* missi
     case ColumnType::UInt8: fill<std::uint8_t>(c, read_int64(d), missing); break;
     case ColumnType::UInt16: fill<std::uint16_t>(c, read_int64(d), missing); break;
     case ColumnType::UInt32: fill<std::uint32_t>(c, read_int64(d), missing); break;
-    default: break;
+    case ColumnType::Bool:
+    case ColumnType::String: throw UsageError("value_column: not numeric");  // numeric_type gives neither
   }
   return c;
 }

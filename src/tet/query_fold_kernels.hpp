@@ -292,9 +292,14 @@ void dispatch(const Plan& plan, const QueryOperation* op, const Reduction& red, 
       return fold_to_fields<CountAcc<CountKind::Fill>, T>(plan, red, scalar, sk, pk, ctx, res,
                                                           [](auto& c) { return Json(static_cast<double>(c.c)); }, acc);
     }
-    default:
-      throw UsageError("validation: operation `" + key + "` is not a streaming fold");
+    case QueryOp::Median:
+    case QueryOp::Quantile:
+    case QueryOp::Histogram:
+    case QueryOp::Covariance:
+    case QueryOp::Correlation:
+    case QueryOp::Transform: break;
   }
+  throw UsageError("validation: operation `" + key + "` is not a streaming fold");
 }
 
 

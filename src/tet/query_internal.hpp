@@ -187,8 +187,10 @@ decltype(auto) visit_element(DType t, F&& f) {
     case DType::U32: return f(std::uint32_t{});
     case DType::U64: return f(std::uint64_t{});
     case DType::F16: return f(F16{});
-    default: return f(std::uint8_t{});
+    case DType::Bool:
+    case DType::I8: break;  // no .tet dtype (§1.4): a plan never carries one
   }
+  throw UnsupportedError(std::string("dtype ") + std::string(dtype_info(t).name) + " has no .tet element type");
 }
 
 // Everything execution needs besides the plan.

@@ -89,15 +89,6 @@ void scan_dense(const Hdf5File& f, H5adScan& s) {
 
 }  // namespace
 
-const char* layout_name(H5adLayout layout) {
-  switch (layout) {
-    case H5adLayout::Csr: return "csr";
-    case H5adLayout::Csc: return "csc";
-    case H5adLayout::Dense: return "dense";
-  }
-  return "?";
-}
-
 H5adScan scan_h5ad(const std::string& path, const H5adOptions& o) {
   const Hdf5File f(path);
   H5adScan s;

@@ -211,12 +211,6 @@ LeafWriter::~LeafWriter() {
   }
 }
 
-std::vector<std::string> LeafWriter::array_paths() const {
-  std::vector<std::string> out;
-  for (const ArrayEntry& a : arrays_) out.push_back(a.path);
-  return out;
-}
-
 EncodedChunk LeafWriter::encode(const ChunkData& d) const {
   const LeafGeometry& g = spec_.geometry;
   const std::uint64_t c = g.chunk_cells();

@@ -148,10 +148,6 @@ RaggedArray::RaggedArray(zarr::Array array) : array_(std::move(array)) {
   temporal_ = read_declaration(attrs, {"temporal", "zagg-toc/1", "mortie-toc/1", {"per-centroid", "per-cell", "coordinate"}}, key);
 }
 
-bool RaggedArray::gain_well_formed() const noexcept {
-  return gain_ && gain_->is_object() && gain_->contains("name") && gain_->contains("version");
-}
-
 std::uint64_t RaggedArray::rows_of(std::span<const std::byte> payload, std::uint64_t cell) const {
   if (element_.row_bytes == 0 || payload.size() % element_.row_bytes != 0)
     throw FormatError(path() + ": cell " + std::to_string(cell) + ": payload of " + std::to_string(payload.size()) +

@@ -56,7 +56,6 @@ Superblock Superblock::decode(std::span<const std::byte> b) {
   return sb;
 }
 
-std::uint64_t DatasetRecord::encoded_size() const noexcept { return align8(16 + name.size()) + 16 * shape.size(); }
 
 void DatasetRecord::append_to(std::vector<std::byte>& out) const {
   const std::size_t start = out.size();

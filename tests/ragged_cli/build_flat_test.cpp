@@ -143,12 +143,12 @@ TEST(RaggedBuildFlat, AnExistingStoreNeedsOverwriteWhichReplacesOnlyTheRebuiltSh
   testing::write_file_text(dir / "one.csv", wide.substr(0, row_end + 1));
   const std::string count_path = std::to_string(kCell) + "/count";
   io::DirectoryStore fstore((dir / "flat").string());
-  const auto before = fstore.list_prefix(count_path + "/c/");
+  const auto before = fstore.list(count_path + "/c/");
   const Json second = build(build_args(dir / "one.csv", dir / "flat", {"--layout", "flat", "--overwrite"}));
   ASSERT_TRUE(second.is_object());
   ASSERT_EQ(second["leaves"].size(), 1u);
   const std::uint64_t shard = morton::parse_decimal(second["leaves"][0]["shard"].get<std::string>());
-  const auto after = fstore.list_prefix(count_path + "/c/");
+  const auto after = fstore.list(count_path + "/c/");
   const std::uint64_t first_chunk = morton::nested(shard) << (2 * (kChunk - kShard));
   const std::uint64_t chunks = morton::pow4(kChunk - kShard);
   std::size_t kept_elsewhere = 0, in_shard = 0;

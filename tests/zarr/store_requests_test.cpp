@@ -42,7 +42,7 @@ void exercise(Store& store) {
   EXPECT_FALSE(store.get_suffix("nope", 4));
   EXPECT_EQ(store.size("g/a/c/0"), 10u);
   EXPECT_FALSE(store.size("g"));
-  EXPECT_EQ(store.list_prefix("g/a"), (std::vector<std::string>{"g/a/c/0", "g/a/zarr.json"}));
+  EXPECT_EQ(store.list("g/a"), (std::vector<std::string>{"g/a/c/0", "g/a/zarr.json"}));
   const DirListing root = store.list_dir("");
   EXPECT_EQ(root.objects, std::vector<std::string>{"top"});
   EXPECT_EQ(root.prefixes, std::vector<std::string>{"g"});

@@ -15,6 +15,7 @@
 
 namespace tessera::cells {
 
+// Thread-safety and lifetime: as every CsrBlockSource (one thread at a time); owns its parts.
 class ConcatCsrSource final : public CsrBlockSource {
  public:
   // Every part must have the same n_genes (UsageError otherwise); parts may hold no cells.
@@ -26,7 +27,6 @@ class ConcatCsrSource final : public CsrBlockSource {
   void release() override;
   std::string locate(std::uint64_t row) const override;
 
-  std::size_t n_parts() const noexcept { return parts_.size(); }
   CsrBlockSource& part(std::size_t i) { return *parts_[i]; }
 
  private:

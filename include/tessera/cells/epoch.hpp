@@ -14,6 +14,7 @@
 
 namespace tessera::cells {
 
+// Thread-safety: a value; one thread at a time per generator.
 class EpochGenerator {
  public:
   // Seeded with the words (e.g. (seed, epoch, 0)); negative seeds as two's complement.
@@ -56,6 +57,8 @@ struct EpochBatch {
   SparseBatch batch;
 };
 
+// Thread-safety: one thread at a time per iterator (iterators of one Dataset may run on different
+// threads). Lifetime: refers to its Dataset, which must outlive it.
 class EpochIterator {
  public:
   // UsageError for batch_size 0, world_size/num_workers 0 or rank/worker out of range.

@@ -46,6 +46,8 @@ struct ObsTakeColumn {
   std::vector<std::string> categories;
 };
 
+// Thread-safety: one thread at a time per ObsStore (the cache files it shares with other
+// processes are guarded by file locks). Lifetime: shares ownership of the dataset's store.
 class ObsStore {
  public:
   // `store` is the dataset's store; FormatError/UsageError when the manifest has no obs.

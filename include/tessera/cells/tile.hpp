@@ -41,8 +41,17 @@ struct DecodeOptions {
   unsigned threads = 1;
 };
 
+// Thread-safety: a parsed tile is immutable; every const member may be called concurrently.
+// Lifetime: the tile keeps its source (or owns its bytes). It can be moved (a vector's buffer
+// moves with it, so the view into it stays valid) but not copied (a copy's view would point into
+// the original's bytes).
 class Tile {
  public:
+  Tile(Tile&&) noexcept = default;
+  Tile& operator=(Tile&&) noexcept = default;
+  Tile(const Tile&) = delete;
+  Tile& operator=(const Tile&) = delete;
+
   // Parses the whole object of `source` (stages 1–3). `name` (default: the source's name) is the
   // object named in error messages, e.g. `tiles/tile_000003.dct`.
   static Tile parse(std::shared_ptr<const io::ByteSource> source, const TileOptions& options = {},

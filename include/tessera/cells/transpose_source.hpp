@@ -48,6 +48,7 @@ struct TransposeOptions {
   std::uint64_t memory_budget = std::uint64_t{1} << 30;  // bytes of band entries (16 per nonzero)
 };
 
+// Thread-safety and lifetime: as every CsrBlockSource (one thread at a time); owns its input.
 class TransposedCsrSource final : public CsrBlockSource {
  public:
   explicit TransposedCsrSource(std::unique_ptr<GeneMajorEntries> entries, TransposeOptions options = {});

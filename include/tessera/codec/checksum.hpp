@@ -15,6 +15,7 @@ std::uint32_t crc32(std::span<const std::byte> data, std::uint32_t crc = 0) noex
 // CRC-32C: crc32c("123456789") == 0xe3069283. `crc` continues a previous value.
 std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc = 0) noexcept;
 
+// Thread-safety: one thread at a time per hasher.
 class Sha256 {
  public:
   Sha256();

@@ -15,6 +15,7 @@
 
 namespace tessera::codec::csv {
 
+// Thread-safety: one thread at a time. Lifetime: owns its buffer (the fields `next` returns view it).
 class RecordReader {
  public:
   // Fills the span with the stream's next bytes and returns how many; 0 at the end.

@@ -50,7 +50,8 @@ struct DumpOptions {
   static constexpr DumpOptions python_sorted() { return {-1, true, FloatStyle::Python, true, true}; }
 };
 
-// Streams one JSON value into `out` (appending; the string must outlive the writer).
+// Streams one JSON value into `out` (appending; the string must outlive the writer). Thread-safety:
+// one thread at a time.
 //
 // Contract: calls must form exactly one well-nested value: inside an object every value is
 // preceded by `key`; `end_object`/`end_array` close the innermost open container. A call that

@@ -64,6 +64,8 @@ struct ArrowArrayView {
   Column to_column() const;
 };
 
+// Thread-safety: immutable once opened; every member may be called concurrently. Lifetime: refers
+// to its source, which must outlive it and its copies.
 class ArrowFile {
  public:
   // `source` must outlive the object (views point into it).
@@ -84,6 +86,7 @@ class ArrowFile {
   std::vector<Batch> batches_;
 };
 
+// Thread-safety: one thread at a time. Lifetime: refers to its sink, which must outlive it.
 class ArrowFileWriter {
  public:
   // `sink` must outlive the writer; the magic and schema message are written at once.

@@ -80,6 +80,8 @@ struct ReadLimits {
   std::uint64_t max_string_bytes = std::uint64_t{4} << 30;      // decoded string bytes per column chunk
 };
 
+// Thread-safety: immutable once opened; `read_column` may be called concurrently. Lifetime:
+// refers to its source, which must outlive it and its copies.
 class ParquetFile {
  public:
   // `source` must outlive the object.
@@ -131,6 +133,7 @@ struct ParquetWriterOptions {
   std::string created_by;                                        // empty: "tessera <version>"
 };
 
+// Thread-safety: one thread at a time. Lifetime: refers to its sink, which must outlive it.
 class ParquetWriter {
  public:
   // `sink` must outlive the writer; "PAR1" is written at once.

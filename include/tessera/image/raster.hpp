@@ -28,6 +28,7 @@ inline constexpr int kGlyphHeight = 7;
 inline constexpr int kLabelScale = 2;
 inline constexpr std::int64_t kMargin = 10;
 
+// Thread-safety: a value; concurrent reads are fine, writes need one thread at a time.
 class Raster {
  public:
   Raster(std::uint32_t width, std::uint32_t height, Rgba background = kWhite);

@@ -59,7 +59,5 @@ H5adScan scan_h5ad(const std::string& path, const H5adOptions& options = {});
 // The cells of one scanned file. The file is opened on the first read and closed by release().
 std::unique_ptr<cells::CsrBlockSource> open_h5ad_matrix(const H5adScan& scan, const H5adOptions& options = {});
 
-// "csr", "csc" or "dense" (messages, progress).
-const char* layout_name(H5adLayout layout);
 
 }  // namespace tessera::interop

@@ -61,6 +61,7 @@ BucketAccess bucket_access(const BucketUri& uri, const HttpOptions& base);
 std::unique_ptr<ByteSource> open_bucket_source(const BucketUri& uri, const HttpOptions& base);
 
 // The objects below `s3://bucket/prefix` (or gs://): reads as HttpStore, plus listing.
+// Thread-safety and lifetime: as every Store (io/store.hpp).
 class BucketStore final : public Store {
  public:
   BucketStore(const BucketUri& root, const HttpOptions& base);

@@ -28,6 +28,7 @@ namespace tessera::io {
 // listing). Writers of many small objects in a directory they created skip it.
 enum class StaleTemporaries { Remove, Keep };
 
+// Thread-safety: one thread at a time per sink. Lifetime: a sink owns its file or buffer.
 class ByteSink {
  public:
   virtual ~ByteSink() = default;

@@ -8,6 +8,10 @@
 //  - `view(offset, len)` returns a pointer to `len` bytes that stays valid for the lifetime of
 //    the source when the source is memory-resident (mmap, memory); otherwise nullptr, and the
 //    caller falls back to `read_at`. Callers check bounds against `size()` first.
+//  - Thread-safety: every member may be called concurrently from any thread.
+//  - Lifetime: a source owns what it reads (a mapping, a buffer, a connection pool) except
+//    `memory_source`, whose bytes the caller keeps alive. Sources are not copyable: one object
+//    is shared by reference or through a smart pointer.
 #pragma once
 
 #include <atomic>
@@ -22,26 +26,29 @@ namespace tessera::io {
 
 class ByteSource {
  public:
+  ByteSource() = default;
+  ByteSource(const ByteSource&) = delete;
+  ByteSource& operator=(const ByteSource&) = delete;
   virtual ~ByteSource() = default;
-  virtual std::uint64_t size() const = 0;
+  [[nodiscard]] virtual std::uint64_t size() const = 0;
   virtual void read_at(std::uint64_t offset, std::span<std::byte> dst) const = 0;
-  virtual const std::byte* view(std::uint64_t /*offset*/, std::uint64_t /*len*/) const { return nullptr; }
+  [[nodiscard]] virtual const std::byte* view(std::uint64_t /*offset*/, std::uint64_t /*len*/) const { return nullptr; }
   // Name used in error messages (normally the path as the user wrote it).
-  virtual const std::string& name() const = 0;
+  [[nodiscard]] virtual const std::string& name() const = 0;
 
   // Convenience: reads [offset, offset + len) into a new buffer.
-  std::vector<std::byte> read_vector(std::uint64_t offset, std::uint64_t len) const;
+  [[nodiscard]] std::vector<std::byte> read_vector(std::uint64_t offset, std::uint64_t len) const;
 };
 
 enum class OpenMode { Mmap, Pread };
 
 // Opens a local file. Mmap maps the whole file read-only (an empty file maps nothing);
 // Pread issues one pread per read_at.
-std::unique_ptr<ByteSource> open_file(const std::string& path, OpenMode mode = OpenMode::Mmap);
+[[nodiscard]] std::unique_ptr<ByteSource> open_file(const std::string& path, OpenMode mode = OpenMode::Mmap);
 
 // A source over bytes owned by the caller (must outlive the source) or copied in.
-std::unique_ptr<ByteSource> memory_source(std::span<const std::byte> bytes, std::string name = "<memory>");
-std::unique_ptr<ByteSource> owned_memory_source(std::vector<std::byte> bytes, std::string name = "<memory>");
+[[nodiscard]] std::unique_ptr<ByteSource> memory_source(std::span<const std::byte> bytes, std::string name = "<memory>");
+[[nodiscard]] std::unique_ptr<ByteSource> owned_memory_source(std::vector<std::byte> bytes, std::string name = "<memory>");
 
 // Wraps another source and counts the ranged reads and bytes that go through it; `view` is
 // disabled so every access is counted. Used by tests to prove how many reads an operation makes.

@@ -10,6 +10,8 @@
 
 namespace tessera::io {
 
+// Thread-safety: one owner; the lock is held for the object's lifetime and released by its
+// destructor (or by the kernel when the process dies).
 class FileLock {
  public:
   enum class Wait {

@@ -92,6 +92,7 @@ std::string display_url(std::string_view url);
 std::unique_ptr<ByteSource> open_http_source(const std::string& url, const HttpOptions& options = http_options_from_env(),
                                              const std::string& shown = {});
 
+// Thread-safety and lifetime: as every Store (io/store.hpp).
 class HttpStore final : public Store {
  public:
   // `base_url` is the prefix the keys are appended to (a trailing '/' is optional).

@@ -6,6 +6,12 @@
 // A "GET" is one read request: `get`, `get_range`, `get_suffix`, or one `read_at` on a source
 // returned by `open`. `CountingStore` counts them, which is how tests prove how many requests an
 // operation makes. A missing object is a normal answer (nullptr / std::nullopt), not an error.
+//
+// Thread-safety: every member of every store may be called concurrently from any thread (readers
+// such as cells::Dataset read one store from several threads; writers put different keys in
+// parallel). Two concurrent puts of the same key leave one of them whole.
+// Lifetime: what `open` returns owns its bytes and may outlive the store. Stores are not
+// copyable: one store is shared by reference or through a smart pointer.
 #pragma once
 
 #include <cstdint>
@@ -47,44 +53,44 @@ struct DirListing {
 
 class Store {
  public:
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
   virtual ~Store() = default;
   // nullptr when the key does not exist.
-  virtual std::unique_ptr<ByteSource> open(const std::string& key) const = 0;
-  virtual bool exists(const std::string& key) const = 0;
+  [[nodiscard]] virtual std::unique_ptr<ByteSource> open(const std::string& key) const = 0;
+  [[nodiscard]] virtual bool exists(const std::string& key) const = 0;
   // Keys directly or transitively under `prefix` (empty = all), sorted.
-  virtual std::vector<std::string> list(const std::string& prefix) const = 0;
+  [[nodiscard]] virtual std::vector<std::string> list(const std::string& prefix) const = 0;
   virtual void put(const std::string& key, std::span<const std::byte> bytes) = 0;
   virtual void erase(const std::string& key) = 0;
-  virtual const std::string& name() const = 0;
+  [[nodiscard]] virtual const std::string& name() const = 0;
 
   // One GET of the whole object.
-  virtual std::optional<std::vector<std::byte>> get(const std::string& key) const;
+  [[nodiscard]] virtual std::optional<std::vector<std::byte>> get(const std::string& key) const;
   // One GET of [offset, offset + length), clipped at the end of the object (a range starting
   // past the end returns no bytes), as HTTP range requests behave.
-  virtual std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
-                                             std::uint64_t length) const;
+  [[nodiscard]] virtual std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
+                                                           std::uint64_t length) const;
   // One GET of the last min(length, size) bytes.
-  virtual std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const;
+  [[nodiscard]] virtual std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const;
   // The object's size without reading it (a HEAD request).
-  virtual std::optional<std::uint64_t> size(const std::string& key) const;
+  [[nodiscard]] virtual std::optional<std::uint64_t> size(const std::string& key) const;
   // The object, for a reader that will read all of it, in as few requests as the backend allows:
   // `open` by default (a local file is mapped); a remote store makes it one GET into memory
   // instead of a HEAD and a GET. nullptr when the key does not exist.
-  virtual std::unique_ptr<ByteSource> open_whole(const std::string& key) const;
+  [[nodiscard]] virtual std::unique_ptr<ByteSource> open_whole(const std::string& key) const;
   // True for stores whose requests cross a network (HTTP, S3, GCS): every request costs a
   // round trip, so readers fetch further ahead and in parallel there.
   virtual bool remote() const { return false; }
-  // Same as `list`: every key below a prefix.
-  std::vector<std::string> list_prefix(const std::string& prefix) const { return list(prefix); }
   // Immediate children of `prefix` (empty = the root).
-  virtual DirListing list_dir(const std::string& prefix) const;
+  [[nodiscard]] virtual DirListing list_dir(const std::string& prefix) const;
   // Removes every object below `prefix` (and the object named `prefix`, if any).
   virtual void erase_prefix(const std::string& prefix);
 };
 
 // A local directory. Keys must not escape the root ("..", absolute paths are refused).
-// Listings skip names starting with '.' (temporary files of in-flight atomic writes).
-// A local directory. A store opened on an existing directory is pinned to it: writers replace a
+// Listings skip names starting with '.' (temporary files of in-flight atomic writes). A store opened on an existing directory is pinned to it: writers replace a
 // dataset, a leaf or an export by exchanging a finished directory with the old one, and a reader
 // must see the old version or the new one, never a mix. Every read (open, get, size, exists,
 // list) checks, after it has resolved its path, that the root is still the directory the store

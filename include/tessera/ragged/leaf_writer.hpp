@@ -137,6 +137,8 @@ struct LeafReport {
 // whose root does not parse counts as debris (false).
 bool is_leaf_committed(const io::Store& hive, std::uint64_t shard);
 
+// Thread-safety: `encode` may be called concurrently; the other members one thread at a time.
+// Lifetime: refers to the hive store, which must outlive it.
 class LeafWriter {
  public:
   // `hive` is rooted at the store root. UsageError when the leaf is committed and `overwrite` is
@@ -150,8 +152,6 @@ class LeafWriter {
   const std::string& leaf_key() const noexcept { return leaf_key_; }
   const LeafSpec& spec() const noexcept { return spec_; }
   std::uint64_t shard() const noexcept { return shard_; }
-  // Array paths relative to the leaf, in the writer's array order (`{c}/morton`, `{c}/count`, …).
-  std::vector<std::string> array_paths() const;
 
   // Thread-safe. UsageError when the chunk's vectors do not match the spec.
   EncodedChunk encode(const ChunkData& chunk) const;

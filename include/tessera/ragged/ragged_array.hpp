@@ -58,6 +58,8 @@ struct RaggedCell {
   }
 };
 
+// Thread-safety: immutable once opened; every member may be called concurrently. Lifetime: refers
+// to the store it was opened on, which must outlive it and its copies.
 class RaggedArray {
  public:
   // Opens `path` (e.g. "6/h_tdigest") and applies the gates of spec §2.2 (and §2.3/§2.4 for
@@ -72,8 +74,6 @@ class RaggedArray {
   Weights weights() const noexcept { return weights_; }
   // `gain` of a flux array (the JSON object as stored); nullopt when absent.
   const std::optional<codec::json::Json>& gain() const noexcept { return gain_; }
-  // Whether a flux array's `gain` is an object with at least `name` and `version`.
-  bool gain_well_formed() const noexcept;
   // Sibling names bound by `ragged.locations` and the top-level `times` (one key component).
   const std::optional<std::string>& locations_binding() const noexcept { return locations_; }
   const std::optional<std::string>& times_binding() const noexcept { return times_; }

@@ -108,6 +108,8 @@ struct CellsAxis {
   std::uint64_t root_start = 0;   // nested(root)·4^depth (0 on a flat axis)
 };
 
+// Thread-safety: immutable once opened; every member may be called concurrently. Lifetime: refers
+// to the store it was opened on, which must outlive it and its copies.
 class RaggedField {
  public:
   // Opens the payload array at `field` with its gates, its bound siblings (FormatError when a

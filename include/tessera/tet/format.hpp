@@ -51,8 +51,6 @@ struct DatasetRecord {
   std::vector<std::uint64_t> chunk_shape;
 
   std::size_t ndim() const noexcept { return shape.size(); }
-  // align8(16 + name_len) + 16 × ndim
-  std::uint64_t encoded_size() const noexcept;
   void append_to(std::vector<std::byte>& out) const;
 };
 

@@ -32,6 +32,7 @@ namespace tessera::tet {
 DatasetSpec parse_synth_spec(std::string_view spec);
 
 // The value generator of one dataset: successive calls continue in logical order.
+// Thread-safety: one thread at a time per stream.
 class SynthStream {
  public:
   SynthStream(DType dtype, std::uint64_t seed, std::uint32_t dataset_index);

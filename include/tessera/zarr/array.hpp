@@ -51,6 +51,8 @@ struct ReadOptions {
 
 class StoredObject;
 
+// Thread-safety: immutable once opened; every member may be called concurrently (reads go through
+// the store, which allows that). Lifetime: refers to the store, which must outlive it and its copies.
 class Array {
  public:
   // Reads and validates `{path}/zarr.json` (path "" is the store root). FormatError when the

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "tessera/io/store.hpp"
 #include "tessera/zarr/array.hpp"
@@ -20,6 +22,9 @@ namespace tessera::zarr {
 // Writes `{path}/zarr.json` for a group.
 void write_group(io::Store& store, const std::string& path, const GroupMeta& meta);
 
+// Thread-safety: the encode_* members may be called concurrently; the write_* members may run
+// concurrently for different objects (the store's puts are). Lifetime: the writer refers to
+// `store`, which must outlive it.
 class ArrayWriter {
  public:
   // Validates `meta` (FormatError/UnsupportedError as the reader would raise them).
@@ -56,6 +61,7 @@ class ArrayWriter {
   // One vlen read chunk → its stored bytes, or nullopt when every element is empty.
   std::optional<std::vector<std::byte>> encode_vlen_read_chunk(std::span<const std::span<const std::byte>> elements) const;
 
+ private:
   io::Store* store_;
   Array array_;
 };

@@ -46,6 +46,7 @@ struct ShardDataRegion {
 };
 
 // A decoded shard index together with what its entries are checked against.
+// Thread-safety: a value, immutable once decoded; concurrent reads are fine.
 class ShardIndex {
  public:
   // Decodes the encoded index `index_bytes` of a shard object of `object_size` bytes whose key

@@ -52,6 +52,7 @@ void check_vlen_prefix(std::span<const std::byte> prefix, std::uint64_t frame_si
                        const ChunkRef& chunk);
 
 // One decoded read chunk of byte strings: owns the unframed bytes, element i is a view into them.
+// Thread-safety: immutable once decoded; concurrent reads are fine.
 class VlenChunk {
  public:
   VlenChunk() = default;

@@ -162,7 +162,7 @@ TEST_P(FileOpenTest, MissingFileThrowsIoErrorNamingThePath) {
   TempDir dir;
   const std::string path = (dir / "no-such-file.tet").string();
   try {
-    io::open_file(path, GetParam());
+    (void)io::open_file(path, GetParam());
     FAIL() << "opening a missing file did not throw";
   } catch (const IoError& e) {
     EXPECT_EQ(e.path(), path);
@@ -173,7 +173,7 @@ TEST_P(FileOpenTest, MissingFileThrowsIoErrorNamingThePath) {
 TEST_P(FileOpenTest, DirectoryIsNotARegularFile) {
   TempDir dir;
   try {
-    io::open_file(dir.path().string(), GetParam());
+    (void)io::open_file(dir.path().string(), GetParam());
     FAIL() << "opening a directory did not throw";
   } catch (const IoError& e) {
     EXPECT_EQ(e.path(), dir.path().string());
@@ -219,8 +219,8 @@ TEST(CountingSource, CountsEveryReadAndByte) {
   EXPECT_EQ(counting.bytes(), 0u);
 
   EXPECT_EQ(counting.read_vector(0, 10), std::vector<std::byte>(bytes.begin(), bytes.begin() + 10));
-  counting.read_vector(500, 200);
-  counting.read_vector(1000, 0);
+  (void)counting.read_vector(500, 200);
+  (void)counting.read_vector(1000, 0);
   EXPECT_EQ(counting.reads(), 3u);
   EXPECT_EQ(counting.bytes(), 210u);
   EXPECT_EQ(counting.view(0, 1), nullptr);
@@ -228,7 +228,7 @@ TEST(CountingSource, CountsEveryReadAndByte) {
   counting.reset();
   EXPECT_EQ(counting.reads(), 0u);
   EXPECT_EQ(counting.bytes(), 0u);
-  counting.read_vector(1, 1);
+  (void)counting.read_vector(1, 1);
   EXPECT_EQ(counting.reads(), 1u);
   EXPECT_EQ(counting.bytes(), 1u);
 }
@@ -240,7 +240,7 @@ TEST(CountingSource, CountsConcurrentReadsExactly) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
-      for (int i = 0; i < 1000; ++i) counting.read_vector(static_cast<std::uint64_t>(i), 3);
+      for (int i = 0; i < 1000; ++i) (void)counting.read_vector(static_cast<std::uint64_t>(i), 3);
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(counting.reads(), 4000u);

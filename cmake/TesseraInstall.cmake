@@ -5,7 +5,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(TESSERA_MODULES core io codec image columnar tet zarr ragged cells interop)
+set(TESSERA_MODULES core io codec image columnar tet tet_query zarr ragged cells interop)
 set(_install_targets tessera_build_flags tessera_lib)
 foreach(m ${TESSERA_MODULES})
   list(APPEND _install_targets tessera_${m})

@@ -10,8 +10,8 @@
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/text.hpp"
-#include "tessera/tet/query_document.hpp"
-#include "tessera/tet/selection.hpp"
+#include "tessera/tet_query/query_document.hpp"
+#include "tessera/tet_query/selection.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace json = tessera::codec::json;

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "tessera/core/error.hpp"
-#include "tessera/tet/query_document.hpp"
+#include "tessera/tet_query/query_document.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace tet = tessera::tet;

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "tessera/core/error.hpp"
-#include "tessera/tet/query_document.hpp"
-#include "tessera/tet/query_engine.hpp"
 #include "tessera/tet/writer.hpp"
+#include "tessera/tet_query/query_document.hpp"
+#include "tessera/tet_query/query_engine.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "tessera/tet/npy_export.hpp"
 #include "tessera/tet/quicklook.hpp"
 #include "tessera/tet/reader.hpp"
-#include "tessera/tet/selection.hpp"
+#include "tessera/tet_query/selection.hpp"
 
 namespace tessera::cli {
 namespace {

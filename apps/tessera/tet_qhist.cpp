@@ -6,8 +6,8 @@
 #include "commands.hpp"
 #include "tet_query_command.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/tet/query_history.hpp"
-#include "tessera/tet/query_output.hpp"
+#include "tessera/tet_query/query_history.hpp"
+#include "tessera/tet_query/query_output.hpp"
 
 namespace tessera::cli {
 

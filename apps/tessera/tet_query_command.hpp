@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/tet/query_output.hpp"
+#include "tessera/tet_query/query_output.hpp"
 
 namespace tessera::cli {
 

@@ -9,13 +9,13 @@
 #include "tessera/core/error.hpp"
 #include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet/footer.hpp"
-#include "tessera/tet/query_document.hpp"
-#include "tessera/tet/query_engine.hpp"
-#include "tessera/tet/query_output.hpp"
 #include "tessera/tet/reader.hpp"
-#include "tessera/tet/selection.hpp"
 #include "tessera/tet/synth.hpp"
 #include "tessera/tet/writer.hpp"
+#include "tessera/tet_query/query_document.hpp"
+#include "tessera/tet_query/query_engine.hpp"
+#include "tessera/tet_query/query_output.hpp"
+#include "tessera/tet_query/selection.hpp"
 
 namespace tessera::python {
 namespace {

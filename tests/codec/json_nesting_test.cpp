@@ -14,9 +14,9 @@
 #include "tessera/core/error.hpp"
 #include "tessera/io/store.hpp"
 #include "tessera/ragged/hive.hpp"
-#include "tessera/tet/query_document.hpp"
 #include "tessera/tet/reader.hpp"
-#include "tessera/tet/selection.hpp"
+#include "tessera/tet_query/query_document.hpp"
+#include "tessera/tet_query/selection.hpp"
 #include "tessera/zarr/array.hpp"
 #include "tet/verify_testing.hpp"
 

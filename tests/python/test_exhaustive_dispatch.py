@@ -33,15 +33,15 @@ BUILD = pathlib.Path(os.environ.get("TESSERA_BUILD_DIR") or pathlib.Path(tessera
 # (header, enum, files whose switches over it must fail on a new member).
 ENUMS = [
     ("tet/format.hpp", "Codec", ["src/tet/chunk_codec.cpp", "src/tet/reader.cpp", "src/tet/writer.cpp", "src/interop/tet_export.cpp"]),
-    ("core/dtype.hpp", "DType", ["src/zarr/data_type.cpp", "src/tet/synth.cpp", "src/tet/query_internal.hpp"]),
+    ("core/dtype.hpp", "DType", ["src/zarr/data_type.cpp", "src/tet/synth.cpp", "src/tet_query/query_internal.hpp"]),
     ("columnar/column.hpp", "ColumnType", ["src/columnar/parquet_writer.cpp", "src/columnar/arrow_ipc_writer.cpp", "src/cells/var_table.cpp"]),
     ("interop/hdf5_file.hpp", "Hdf5Element", ["src/interop/h5ad_tables.cpp"]),
     ("interop/hdf5_file.hpp", "Hdf5Kind", ["src/interop/h5ad_tables.cpp"]),
-    ("tet/query_document.hpp", "QueryOp", ["src/tet/query_document.cpp", "src/tet/query_toml.cpp", "src/tet/query_materialize.cpp"]),
+    ("tet_query/query_document.hpp", "QueryOp", ["src/tet_query/query_document.cpp", "src/tet_query/query_toml.cpp", "src/tet_query/query_materialize.cpp"]),
 ]
 # Translation units that only instantiate the fold kernels for more element types (minutes each):
 # a header's switches are compiled through a lighter source that includes it.
-SKIPPED = {"src/tet/query_fold_float.cpp", "src/tet/query_fold_int.cpp", "src/tet/query_fold_uint.cpp"}
+SKIPPED = {"src/tet_query/query_fold_float.cpp", "src/tet_query/query_fold_int.cpp", "src/tet_query/query_fold_uint.cpp"}
 WARNING = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):\d+: warning: enumeration value '(?P<member>\w+)' "
                      r"not handled in switch \[-W(?P<flag>switch|switch-enum)\]")
 

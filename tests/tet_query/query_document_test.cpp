@@ -7,7 +7,7 @@
 
 #include "support/testing.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/tet/query_document.hpp"
+#include "tessera/tet_query/query_document.hpp"
 
 namespace tessera {
 namespace {

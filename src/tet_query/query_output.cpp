@@ -1,6 +1,6 @@
 // Rendering of query responses (spec tet.md §5.1–5.5): the JSON layouts (with f32 previews in
 // f32 digits), the reduced `stats`/`plan` trees, the one-line `quiet` form and the `table` text.
-#include "tessera/tet/query_output.hpp"
+#include "tessera/tet_query/query_output.hpp"
 
 #include "tessera/core/text.hpp"
 

@@ -13,8 +13,8 @@
 
 #include "query_internal.hpp"
 #include "tessera/core/checked.hpp"
-#include "tessera/tet/query_engine.hpp"
 #include "tessera/tet/writer.hpp"
+#include "tessera/tet_query/query_engine.hpp"
 #include "tessera/version.hpp"
 
 namespace tessera::tet::qe {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tessera/codec/json.hpp"
-#include "tessera/tet/query_document.hpp"
+#include "tessera/tet_query/query_document.hpp"
 
 namespace tessera::tet {
 

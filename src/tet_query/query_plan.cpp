@@ -11,7 +11,7 @@
 #include "query_internal.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/tet/chunk_codec.hpp"
-#include "tessera/tet/selection.hpp"
+#include "tessera/tet_query/selection.hpp"
 
 namespace tessera::tet::qe {
 

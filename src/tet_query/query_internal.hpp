@@ -19,8 +19,8 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/half.hpp"
 #include "tessera/io/byte_sink.hpp"
-#include "tessera/tet/query_document.hpp"
 #include "tessera/tet/reader.hpp"
+#include "tessera/tet_query/query_document.hpp"
 
 namespace tessera::tet::qe {
 

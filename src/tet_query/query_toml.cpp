@@ -8,7 +8,7 @@
 #include <toml++/toml.h>
 
 #include "tessera/core/error.hpp"
-#include "tessera/tet/query_document.hpp"
+#include "tessera/tet_query/query_document.hpp"
 
 namespace tessera::tet {
 namespace {

@@ -13,7 +13,7 @@
 #include "query_internal.hpp"
 #include "tessera/io/uri.hpp"
 #include "tessera/tet/format.hpp"
-#include "tessera/tet/query_engine.hpp"
+#include "tessera/tet_query/query_engine.hpp"
 
 namespace tessera::tet {
 namespace {

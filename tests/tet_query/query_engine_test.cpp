@@ -7,9 +7,9 @@
 
 #include "support/testing.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/tet/query_engine.hpp"
-#include "tessera/tet/query_output.hpp"
 #include "tessera/tet/reader.hpp"
+#include "tessera/tet_query/query_engine.hpp"
+#include "tessera/tet_query/query_output.hpp"
 
 namespace tessera {
 namespace {

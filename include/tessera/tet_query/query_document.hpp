@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tessera/codec/json.hpp"
-#include "tessera/tet/selection.hpp"
+#include "tessera/tet_query/selection.hpp"
 
 namespace tessera::tet {
 

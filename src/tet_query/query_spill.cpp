@@ -14,7 +14,7 @@
 
 #include "query_internal.hpp"
 #include "tessera/core/checked.hpp"
-#include "tessera/tet/query_engine.hpp"
+#include "tessera/tet_query/query_engine.hpp"
 
 namespace tessera::tet::qe {
 namespace {

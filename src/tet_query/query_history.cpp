@@ -1,6 +1,6 @@
 // Query history storage and listing (spec tet.md §6.5): the JSONL file, its environment
 // settings, deduplication of the newest row, the keep limit, filters and the `qhist list` forms.
-#include "tessera/tet/query_history.hpp"
+#include "tessera/tet_query/query_history.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -13,7 +13,7 @@
 #include "tessera/core/text.hpp"
 #include "tessera/io/byte_sink.hpp"
 #include "tessera/io/file_lock.hpp"
-#include "tessera/tet/query_engine.hpp"
+#include "tessera/tet_query/query_engine.hpp"
 
 namespace tessera::tet {
 namespace {

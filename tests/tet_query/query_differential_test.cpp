@@ -16,8 +16,8 @@
 #include "support/testing.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/half.hpp"
-#include "tessera/tet/query_engine.hpp"
 #include "tessera/tet/writer.hpp"
+#include "tessera/tet_query/query_engine.hpp"
 
 namespace tessera {
 namespace {
@@ -201,7 +201,7 @@ TEST(QueryDifferential, AgreesWithNumpy) {
   ::unsetenv("TESSERA_TET_AVAILABLE_RAM_BYTES");
   const std::string manifest = (dir / "cases.json").string();
   testing::write_file_text(manifest, cases.dump());
-  const auto script = testing::read_file_text(testing::source_dir() / "tests/query/query_differential_check.py");
+  const auto script = testing::read_file_text(testing::source_dir() / "tests/tet_query/query_differential_check.py");
   const auto result = testing::run_python(script, {manifest});
   EXPECT_EQ(result.rc, 0) << result.err;
   EXPECT_NE(result.out.find("checked " + std::to_string(cases.size()) + " cases, 0 failures"), std::string::npos)

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "tessera/tet/query_engine.hpp"
+#include "tessera/tet_query/query_engine.hpp"
 
 namespace tessera::tet {
 

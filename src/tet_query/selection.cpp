@@ -1,4 +1,4 @@
-#include "tessera/tet/selection.hpp"
+#include "tessera/tet_query/selection.hpp"
 
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"

@@ -12,8 +12,8 @@
 
 #include "support/testing.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/tet/query_engine.hpp"
 #include "tessera/tet/writer.hpp"
+#include "tessera/tet_query/query_engine.hpp"
 
 namespace tessera {
 namespace {

@@ -2,7 +2,7 @@
 // checks in the reference's order, reserved keys, axis specs and operation parameters. TOML
 // documents are converted to the same JSON tree first (query_toml.cpp) so one set of rules
 // applies to both.
-#include "tessera/tet/query_document.hpp"
+#include "tessera/tet_query/query_document.hpp"
 
 #include <algorithm>
 #include <array>

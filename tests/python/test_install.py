@@ -1,8 +1,9 @@
 """The installed library (docs/install.md): `cmake --install` of the Release tree into a scratch
 prefix, then a program outside the tree (tests/install/consumer) built against it twice, with
-find_package(tessera COMPONENTS tet cells) and with pkg-config, reads a .tet dataset and a
-deltacells dataset. What it prints is compared with the independent numpy decoder of tet.md
-(tet_truth.py) and with the dataset's source matrix in the conformance data."""
+find_package(tessera COMPONENTS tet tet_query cells) and with pkg-config, reads a .tet dataset,
+queries its maximum and reads a deltacells dataset. What it prints is compared with the independent
+numpy decoder of tet.md (tet_truth.py) and with the dataset's source matrix in the conformance
+data."""
 import json
 import os
 import pathlib
@@ -42,6 +43,7 @@ def expected(conformance):
     matrix = np.array(json.loads((conformance / "deltacells" / "expected_dataset_small.json").read_text())
                       ["source_matrix_dense_source_gene_order"], dtype=np.int64)
     return [f"tet {temperature.size} {float(temperature.astype(np.float64).sum()):.17g}",
+            f"query {float(temperature.max()):.17g}",
             f"cells {matrix.shape[0]} {matrix.shape[1]} {np.count_nonzero(matrix)} {matrix.sum()}"]
 
 
@@ -57,7 +59,9 @@ def test_the_install_holds_headers_libraries_and_both_package_files(prefix):
         assert (libdirs[0] / name).is_file(), name
     assert (prefix / "include" / "tessera" / "version.hpp").is_file()
     assert (prefix / "include" / "tessera" / "tet" / "reader.hpp").is_file()
+    assert (prefix / "include" / "tessera" / "tet_query" / "query_engine.hpp").is_file()
     assert list(prefix.glob("lib*/**/libtessera_tet.a")) and list(prefix.glob("lib*/**/libtessera.so"))
+    assert list(prefix.glob("lib*/**/libtessera_tet_query.a"))
     assert list(prefix.glob("lib*/**/pkgconfig/tessera.pc"))
 
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "rules.hpp"
+#include "tessera/codec/json_fields.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/text.hpp"
 
@@ -26,11 +27,7 @@ constexpr const char* kKeyOrder[] = {
 constexpr const char* kRequired[] = {"format",   "version",  "n_cells",   "n_genes",   "tile_size",
                                      "tile_cells", "tile_nnz", "tile_bytes", "n_chunks", "zstd_level"};
 
-bool is_int64(const Json& v) {
-  if (v.is_number_integer() && !v.is_number_unsigned()) return true;
-  return v.is_number_unsigned() && v.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX);
-}
-
+// Member access for the manifest's own wording: every type error is rule M5 on "key NAME".
 struct Reader {
   const Json& root;
   std::string_view object;
@@ -38,15 +35,13 @@ struct Reader {
   [[noreturn]] void bad(std::string_view key, const std::string& what, const char* rule) const {
     fail(object, "key " + std::string(key), what, rule);
   }
-  const Json* find(std::string_view key) const {
-    const auto it = root.find(std::string(key));
-    return it == root.end() ? nullptr : &*it;
-  }
+  const Json* find(std::string_view key) const { return codec::json::member(root, key); }
   std::int64_t integer(std::string_view key, std::int64_t fallback = 0) const {
     const Json* v = find(key);
     if (!v) return fallback;
-    if (!is_int64(*v)) bad(key, "must be an integer that fits in int64, found " + v->dump(), "M5");
-    return v->get<std::int64_t>();
+    const auto i = codec::json::as_int64(*v);
+    if (!i) bad(key, "must be an integer that fits in int64, found " + v->dump(), "M5");
+    return *i;
   }
   bool boolean(std::string_view key) const {
     const Json* v = find(key);
@@ -57,31 +52,29 @@ struct Reader {
   std::string string(std::string_view key) const {
     const Json* v = find(key);
     if (!v) return {};
-    if (!v->is_string()) bad(key, "must be a string", "M5");
-    return v->get<std::string>();
+    const std::string* text = codec::json::as_string(*v);
+    if (!text) bad(key, "must be a string", "M5");
+    return *text;
   }
   std::vector<std::int64_t> int_list(std::string_view key) const {
     const Json* v = find(key);
-    std::vector<std::int64_t> out;
-    if (!v) return out;
+    if (!v) return {};
     if (!v->is_array()) bad(key, "must be a list of integers", "M5");
-    out.reserve(v->size());
-    for (const Json& e : *v) {
-      if (!is_int64(e)) bad(key, "must be a list of integers that fit in int64, found " + e.dump(), "M5");
-      out.push_back(e.get<std::int64_t>());
+    auto list = codec::json::as_int64_list(*v);
+    if (!list) {
+      const Json* first_bad = nullptr;
+      for (const Json& e : *v)
+        if (!first_bad && !codec::json::as_int64(e)) first_bad = &e;
+      bad(key, "must be a list of integers that fit in int64, found " + first_bad->dump(), "M5");
     }
-    return out;
+    return std::move(*list);
   }
   std::vector<std::string> string_list(std::string_view key) const {
     const Json* v = find(key);
-    std::vector<std::string> out;
-    if (!v) return out;
-    if (!v->is_array()) bad(key, "must be a list of strings", "M5");
-    for (const Json& e : *v) {
-      if (!e.is_string()) bad(key, "must be a list of strings", "M5");
-      out.push_back(e.get<std::string>());
-    }
-    return out;
+    if (!v) return {};
+    auto list = codec::json::as_string_list(*v);
+    if (!list) bad(key, "must be a list of strings", "M5");
+    return std::move(*list);
   }
 };
 

@@ -12,21 +12,12 @@
 
 namespace tessera::cells::detail {
 
+// core's located text with the rule code after the message: "<what> (<rule>)".
 inline std::string rule_text(std::string_view object, std::string_view structure, std::string_view what,
                              std::string_view rule) {
-  std::string text(object);
-  if (!structure.empty()) {
-    if (!text.empty()) text += ": ";
-    text += structure;
-  }
-  if (!text.empty()) text += ": ";
-  text += what;
-  if (!rule.empty()) {
-    text += " (";
-    text += rule;
-    text += ')';
-  }
-  return text;
+  std::string message(what);
+  if (!rule.empty()) message.append(" (").append(rule).append(")");
+  return located_text(object, structure, message);
 }
 
 template <typename E = FormatError>

@@ -12,19 +12,11 @@
 
 namespace tessera::columnar::detail {
 
-inline std::string located_message(const Error& e, const std::string& path) {
-  const std::string message = e.what();
-  if (path.empty() || message.rfind(path + ": ", 0) == 0) return message;  // already located
-  std::string out = path;
-  if (!e.structure().empty()) out += ": " + e.structure();
-  return out + ": " + message;
-}
-
 template <typename F>
 decltype(auto) with_context(const std::string& file, F&& body) {
   const auto rethrow = [&]<typename E>(const E& e) {
     const std::string path = e.path().empty() ? file : e.path();
-    throw E(located_message(e, path), path, e.structure());
+    throw E(located_text(path, e.structure(), e.what()), path, e.structure());
   };
   try {
     return std::forward<F>(body)();

@@ -307,7 +307,7 @@ InputObsColumn read_column(const Frame& fr, const std::string& name) {
 H5adObs read_h5ad_obs(const std::string& path, const H5adTableOptions& options) {
   const Hdf5File f(path);
   if (f.kind("obs") == Hdf5Kind::Missing)
-    throw FormatError(path + ": obs: missing (convert with --no-obs to store no obs)", path, "obs");
+    fail_at<FormatError>(path, "obs", "missing (convert with --no-obs to store no obs)");
   H5adObs out;
   out.names = read_index(f, detail::dataframe_index(f, "obs"));
   const Frame fr{f, "obs", out.names.size(), true};

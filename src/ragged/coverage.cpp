@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "json_fields.hpp"
+#include "tessera/codec/json_fields.hpp"
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/hive.hpp"
@@ -37,9 +37,9 @@ std::vector<std::byte> encode_bitmap(std::span<const std::uint64_t> ranks, int d
 std::vector<std::uint64_t> decode_bitmap(std::span<const std::byte> raw, int depth, std::string_view key) {
   const std::uint64_t expected = bitmap_bytes(depth);
   if (raw.size() != expected)
-    throw FormatError(std::string(key) + ": coverage bitmap: decoded " + std::to_string(raw.size()) + " bytes, expected exactly " +
-                          std::to_string(expected) + " (ceil(4^" + std::to_string(depth) + " / 8))",
-                      std::string(key), "coverage bitmap");
+    fail_at<FormatError>(key, "coverage bitmap",
+                         "decoded " + std::to_string(raw.size()) + " bytes, expected exactly " + std::to_string(expected) +
+                             " (ceil(4^" + std::to_string(depth) + " / 8))");
   std::vector<std::uint64_t> ranks;
   const std::uint64_t cells = morton::pow4(depth);
   for (std::uint64_t i = 0; i < cells; ++i)
@@ -54,10 +54,9 @@ std::vector<std::uint64_t> decode_sidecar(std::span<const std::byte> object, int
     raw = codec::zstd_decompress_capped(object, expected + 1);
   } catch (const LimitError&) {
     // More bytes than the bitmap holds: a corrupt sidecar raises, it never degrades.
-    throw FormatError(std::string(key) + ": coverage bitmap: decompresses to more than " + std::to_string(expected) + " bytes",
-                      std::string(key), "coverage bitmap");
+    fail_at<FormatError>(key, "coverage bitmap", "decompresses to more than " + std::to_string(expected) + " bytes");
   } catch (const FormatError& e) {
-    throw FormatError(std::string(key) + ": coverage bitmap: " + e.what(), std::string(key), "coverage bitmap");
+    fail_at<FormatError>(key, "coverage bitmap", e.what());
   }
   return decode_bitmap(raw, depth, key);
 }
@@ -83,9 +82,9 @@ std::optional<RootMoc> parse_root_moc(std::string_view text, std::string_view ke
     return it->get<std::string>();
   };
   if (str(doc, "spec") != "morton-moc/1" || str(doc, "encoding") != "ranges") return std::nullopt;
-  const JsonFields f(doc, key, "root coverage");
+  const codec::json::Fields f(doc, key, "root coverage");
   RootMoc moc;
-  moc.order = f.order("order");
+  moc.order = static_cast<int>(f.integer_in("order", 0, 29));
   moc.source = str(doc, "source");
   moc.generated_at = str(doc, "generated_at");
   const Json& ranges = f.get("ranges");
@@ -110,8 +109,7 @@ std::optional<RootMoc> parse_root_moc(std::string_view text, std::string_view ke
     const std::uint64_t lo = morton::nested(ends[0]), hi = morton::nested(ends[1]);
     if (lo > hi) f.fail(where, "range is reversed");
     if (hi - lo >= kMaxRootShards || moc.shards.size() + (hi - lo) >= kMaxRootShards)
-      throw LimitError(std::string(key) + ": root coverage: more than " + std::to_string(kMaxRootShards) + " shards", std::string(key),
-                       "root coverage");
+      fail_at<LimitError>(key, "root coverage", "more than " + std::to_string(kMaxRootShards) + " shards");
     for (std::uint64_t n = lo; n <= hi; ++n) moc.shards.push_back(morton::from_nested(n, moc.order));
   }
   std::sort(moc.shards.begin(), moc.shards.end());
@@ -119,7 +117,7 @@ std::optional<RootMoc> parse_root_moc(std::string_view text, std::string_view ke
 
   // Tier 1 of the temporal section; an unknown temporal spec reads as absent.
   if (const auto t = doc.find("temporal"); t != doc.end() && t->is_object() && str(*t, "spec") == "zagg-coverage-toc/1") {
-    const JsonFields tf(*t, key, "root coverage.temporal");
+    const codec::json::Fields tf(*t, key, "root coverage.temporal");
     if (const auto fields = t->find("fields"); fields != t->end() && fields->is_array())
       for (const Json& name : *fields)
         if (name.is_string()) moc.temporal_fields.push_back(name.get<std::string>());

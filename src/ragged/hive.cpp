@@ -2,7 +2,7 @@
 // its coverage envelope. The bitmap sidecar and the root MOC live in coverage.cpp.
 #include "tessera/ragged/hive.hpp"
 
-#include "json_fields.hpp"
+#include "tessera/codec/json_fields.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/zarr/metadata.hpp"
@@ -14,20 +14,17 @@ using codec::json::Json;
 Manifest Manifest::parse(std::string_view text, std::string_view key) {
   Manifest m;
   m.document = codec::json::parse_strict(text, key);
-  const JsonFields f(m.document, key, "manifest");
+  const codec::json::Fields f(m.document, key, "manifest");
   m.spec = f.string("spec");
   if (m.spec != "morton-hive/1" && m.spec != "morton-hive/2" && m.spec != "morton-hive/3")
-    throw UnsupportedError(std::string(key) + ": manifest: unknown spec '" + m.spec + "' (morton-hive/1, /2 and /3 are read)",
-                           std::string(key), "manifest");
-  m.cell_order = f.order("cell_order");
-  m.shard_order = f.order("shard_order");
+    fail_at<UnsupportedError>(key, "manifest", "unknown spec '" + m.spec + "' (morton-hive/1, /2 and /3 are read)");
+  m.cell_order = static_cast<int>(f.integer_in("cell_order", 0, 29));
+  m.shard_order = static_cast<int>(f.integer_in("shard_order", 0, 29));
   if (m.shard_order > m.cell_order)
-    throw FormatError(std::string(key) + ": manifest: shard_order " + std::to_string(m.shard_order) + " exceeds cell_order " +
-                          std::to_string(m.cell_order),
-                      std::string(key), "manifest");
+    fail_at<FormatError>(key, "manifest",
+                         "shard_order " + std::to_string(m.shard_order) + " exceeds cell_order " + std::to_string(m.cell_order));
   if (f.has("path_grouping")) {
-    const std::int64_t g = f.integer("path_grouping");
-    if (g < 1 || g > morton::kMaxOrder) f.fail("path_grouping", "must be an integer in 1..29");
+    const std::int64_t g = f.integer_in("path_grouping", 1, morton::kMaxOrder);
     m.path_grouping = static_cast<int>(g);
   }
   return m;
@@ -87,7 +84,7 @@ CoverageEnvelope parse_envelope(const Json& value, std::string_view key) {
   const auto spec = value.find("spec");
   if (spec == value.end() || !spec->is_string() || spec->get<std::string>() != "morton-moc/1") return env;
   env.present = true;
-  const JsonFields f(value, key, "morton_hive_commit.coverage");
+  const codec::json::Fields f(value, key, "morton_hive_commit.coverage");
   if (const auto enc = value.find("encoding"); enc != value.end() && enc->is_string()) {
     const std::string e = enc->get<std::string>();
     if (e == "bitmap") env.encoding = CoverageEnvelope::Encoding::Bitmap;
@@ -99,7 +96,7 @@ CoverageEnvelope parse_envelope(const Json& value, std::string_view key) {
       else env.box.emplace_back(std::nullopt);
     }
   }
-  if (f.has("cell_order") && value["cell_order"].is_number_integer()) env.cell_order = value["cell_order"].get<std::int64_t>();
+  if (const Json* v = f.find("cell_order"); v && codec::json::as_int64(*v)) env.cell_order = *codec::json::as_int64(*v);
   if (f.has("sidecar")) {
     const std::string name = f.string("sidecar");
     if (!io::is_valid_key(name) || name.find('/') != std::string::npos)
@@ -117,11 +114,10 @@ CoverageEnvelope parse_envelope(const Json& value, std::string_view key) {
 CommitStamp parse_commit_stamp(const Json& stamp, std::string_view key) {
   CommitStamp s;
   s.document = stamp;
-  const JsonFields f(stamp, key, "morton_hive_commit");
+  const codec::json::Fields f(stamp, key, "morton_hive_commit");
   s.spec = f.string("spec");
   if (s.spec != "morton-hive/1" && s.spec != "morton-hive/2" && s.spec != "morton-hive/3")
-    throw UnsupportedError(std::string(key) + ": morton_hive_commit: unknown spec '" + s.spec + "'", std::string(key),
-                           "morton_hive_commit");
+    fail_at<UnsupportedError>(key, "morton_hive_commit", "unknown spec '" + s.spec + "'");
   s.complete = stamp.contains("complete") && stamp["complete"].is_boolean() && stamp["complete"].get<bool>();
   if (f.has("cells_with_data")) s.cells_with_data = f.unsigned_integer("cells_with_data");
   if (f.has("granule_count")) s.granule_count = f.unsigned_integer("granule_count");

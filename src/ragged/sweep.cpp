@@ -19,7 +19,7 @@ namespace tessera::ragged::detail {
 namespace {
 
 [[noreturn]] void axis_error(const std::string& path, const std::string& rule) {
-  throw FormatError(path + ": cells axis: " + rule, path, "cells axis");
+  fail_at<FormatError>(path, "cells axis", rule);
 }
 
 std::vector<std::uint64_t> words_of(const std::vector<std::byte>& bytes) {

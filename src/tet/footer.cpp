@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "tessera/codec/json.hpp"
+#include "tessera/codec/json_fields.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 
@@ -22,16 +23,15 @@ struct SchemaError {
 };
 
 const std::string& expect_string(const json& v, const std::string& where) {
-  if (!v.is_string()) throw SchemaError{where + " must be a string"};
-  return v.get_ref<const std::string&>();
+  const std::string* s = codec::json::as_string(v);
+  if (!s) throw SchemaError{where + " must be a string"};
+  return *s;
 }
 
 std::vector<std::string> expect_string_array(const json& v, const std::string& where) {
-  if (!v.is_array()) throw SchemaError{where + " must be an array of strings"};
-  std::vector<std::string> out;
-  out.reserve(v.size());
-  for (const auto& item : v) out.push_back(expect_string(item, where + " entry"));
-  return out;
+  auto list = codec::json::as_string_list(v);
+  if (!list) throw SchemaError{where + " must be an array of strings"};
+  return std::move(*list);
 }
 
 std::map<std::string, std::string> expect_string_map(const json& v, const std::string& where) {
@@ -103,11 +103,10 @@ Metadata parse_metadata_value(const json& v) {
 MetadataRef parse_metadata_ref(const json& v) {
   if (!v.is_object() || v.size() != 2 || !v.contains("offset") || !v.contains("len"))
     throw SchemaError{"metadata_ref must be exactly {\"offset\", \"len\"}"};
-  const auto& off = v.at("offset");
-  const auto& len = v.at("len");
-  if (!off.is_number_unsigned() || !len.is_number_unsigned())
-    throw SchemaError{"metadata_ref offset and len must be non-negative integers"};
-  return {off.get<std::uint64_t>(), len.get<std::uint64_t>()};
+  const auto offset = codec::json::as_uint64(v.at("offset"));
+  const auto len = codec::json::as_uint64(v.at("len"));
+  if (!offset || !len) throw SchemaError{"metadata_ref offset and len must be non-negative integers"};
+  return {*offset, *len};
 }
 
 // Over-deep JSON is one more way for the footer to be invalid, reported with the footer texts.

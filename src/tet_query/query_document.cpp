@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tessera/codec/json.hpp"
+#include "tessera/codec/json_fields.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::tet {
@@ -60,11 +61,7 @@ void fail_depth(std::size_t d) {
 void check_depth(std::string_view json_text) { fail_depth(codec::json::nesting_depth(json_text)); }
 void check_depth(const Json& v) { fail_depth(composite_depth(v)); }
 
-std::optional<std::uint64_t> as_u64(const Json& v) {
-  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
-  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return static_cast<std::uint64_t>(v.get<std::int64_t>());
-  return std::nullopt;
-}
+using codec::json::as_uint64;
 
 std::optional<double> as_f64(const Json& v) {
   if (v.is_number()) return v.get<double>();
@@ -73,7 +70,7 @@ std::optional<double> as_f64(const Json& v) {
 
 std::uint64_t u64_field(const std::string& name, const Json& v) {
   if (!v.is_number()) fail("`" + name + "` must be a number");
-  if (auto u = as_u64(v)) return *u;
+  if (auto u = as_uint64(v)) return *u;
   fail("`" + name + "` must be a non-negative integer");
 }
 
@@ -91,7 +88,7 @@ std::string axis_token(const std::string& s) {
 }
 
 std::string axis_number(const Json& v) {
-  if (auto u = as_u64(v)) return std::to_string(*u);
+  if (auto u = as_uint64(v)) return std::to_string(*u);
   fail("axis index must be a non-negative integer");
 }
 
@@ -150,7 +147,7 @@ QueryOperation parse_operation(QueryOp op, const Json& v) {
     case QueryOp::Histogram: {
       const Json& obj = parametric_object(key, v);
       out.axes = object_axes(obj);
-      auto bins = obj.contains("bins") ? as_u64(obj["bins"]) : std::nullopt;
+      auto bins = obj.contains("bins") ? as_uint64(obj["bins"]) : std::nullopt;
       if (!bins || *bins > UINT32_MAX) fail("`histogram.bins` is required");
       out.bins = static_cast<std::uint32_t>(*bins);
       if (obj.contains("min")) out.min = as_f64(obj["min"]);

@@ -34,7 +34,7 @@ Array Array::open(const io::Store& store, std::string path, ReadOptions options)
   if (!path.empty() && !io::is_valid_key(path)) throw UsageError("invalid array path '" + path + "'", store.name());
   const std::string key = io::join_key(path, kMetadataName);
   const auto bytes = store.get(key);
-  if (!bytes) fail<FormatError>(key, "zarr.json", "missing: no array metadata at this key");
+  if (!bytes) fail_at<FormatError>(key, "zarr.json", "missing: no array metadata at this key");
   return Array(store, std::move(path), decode_array(*bytes, key), options);
 }
 
@@ -54,7 +54,7 @@ Array::Array(const io::Store& store, std::string path, ArrayMeta meta, ReadOptio
     product(meta_.chunk_shape, "shard element count");
     read_chunk_bytes_ = checked_mul(read_chunk_elements_, meta_.data_type.item_size(), "chunk size");
   } catch (const LimitError& e) {
-    fail<LimitError>(key, "chunk_grid", e.what());
+    fail_at<LimitError>(key, "chunk_grid", e.what());
   }
 }
 
@@ -86,7 +86,7 @@ void Array::check_object(const Coords& o) const {
 void Array::require_dense(const char* what) const {
   if (meta_.data_type.vlen) throw UsageError(path_ + ": " + what + " needs a fixed-width data type; this array holds " + meta_.data_type.name);
   if (read_chunk_bytes_ > options_.max_chunk_bytes)
-    fail<LimitError>(metadata_key(), "chunk_grid",
+    fail_at<LimitError>(metadata_key(), "chunk_grid",
                      "a read chunk decodes to " + std::to_string(read_chunk_bytes_) + " bytes, above the limit of " +
                          std::to_string(options_.max_chunk_bytes));
 }
@@ -159,7 +159,7 @@ std::optional<ShardIndex> Array::read_shard_index(const Coords& object) const {
   const std::string key = object_key(object);
   const std::uint64_t index_size = shard_index_size(chunks_per_object_count_, meta_.sharding->index_codecs);
   if (index_size > options_.max_chunk_bytes)
-    fail<LimitError>(key, "shard index",
+    fail_at<LimitError>(key, "shard index",
                      std::to_string(index_size) + " bytes exceeds the limit of " + std::to_string(options_.max_chunk_bytes));
   const auto read = meta_.sharding->index_location == IndexLocation::End ? store_->get_suffix(key, index_size)
                                                                           : store_->get_range(key, 0, index_size);

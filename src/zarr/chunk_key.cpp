@@ -9,7 +9,7 @@ using codec::json::Json;
 
 ChunkKeyEncoding decode_chunk_key_encoding(const Json& value, std::string_view key) {
   constexpr std::string_view kWhere = "chunk_key_encoding";
-  if (!value.is_object()) fail<FormatError>(key, kWhere, "must be an object with a \"name\"");
+  if (!value.is_object()) fail_at<FormatError>(key, kWhere, "must be an object with a \"name\"");
   ChunkKeyEncoding out;
   const Json* configuration = nullptr;
   std::string name;
@@ -17,19 +17,19 @@ ChunkKeyEncoding decode_chunk_key_encoding(const Json& value, std::string_view k
     if (member == "name" && v.is_string()) name = v.get<std::string>();
     else if (member == "configuration" && v.is_object()) configuration = &v;
     else if (member == "name" || member == "configuration")
-      fail<FormatError>(key, std::string(kWhere) + "." + member, "has the wrong JSON type");
+      fail_at<FormatError>(key, std::string(kWhere) + "." + member, "has the wrong JSON type");
     else
-      fail<UnsupportedError>(key, kWhere, "unknown member \"" + member + "\"");
+      fail_at<UnsupportedError>(key, kWhere, "unknown member \"" + member + "\"");
   }
   if (name == "default") out.kind = ChunkKeyEncoding::Kind::Default;
   else if (name == "v2") out.kind = ChunkKeyEncoding::Kind::V2, out.separator = '.';
-  else fail<UnsupportedError>(key, kWhere, "unsupported chunk key encoding \"" + name + "\"");
+  else fail_at<UnsupportedError>(key, kWhere, "unsupported chunk key encoding \"" + name + "\"");
   if (configuration) {
     for (const auto& [member, v] : configuration->items()) {
       if (member != "separator")
-        fail<UnsupportedError>(key, std::string(kWhere) + ".configuration", "unknown member \"" + member + "\"");
+        fail_at<UnsupportedError>(key, std::string(kWhere) + ".configuration", "unknown member \"" + member + "\"");
       if (v != "/" && v != ".")
-        fail<FormatError>(key, std::string(kWhere) + ".configuration.separator", "must be \"/\" or \".\", got " + v.dump());
+        fail_at<FormatError>(key, std::string(kWhere) + ".configuration.separator", "must be \"/\" or \".\", got " + v.dump());
       out.separator = v.get<std::string>()[0];
     }
   }
@@ -63,7 +63,7 @@ std::optional<std::vector<std::uint64_t>> parse_chunk_key(const ChunkKeyEncoding
     return std::nullopt;
   }
   const auto bad = [&](const std::string& why) {
-    fail<FormatError>(store_key, "chunk key", "\"" + std::string(key) + "\" is not a chunk key of this array: " + why);
+    fail_at<FormatError>(store_key, "chunk key", "\"" + std::string(key) + "\" is not a chunk key of this array: " + why);
   };
   std::vector<std::uint64_t> coords;
   while (true) {

@@ -44,7 +44,7 @@ bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> s
         Overloaded{
             [&](const Crc32cCodec&) {
               if (cur.size() < kCrcBytes)
-                fail<FormatError>(chunk.key, chunk.label() + " crc32c",
+                fail_at<FormatError>(chunk.key, chunk.label() + " crc32c",
                                   "is " + std::to_string(cur.size()) + " bytes, shorter than its checksum");
               const auto payload = cur.first(cur.size() - kCrcBytes);
               const std::uint32_t stored_crc = load_le<std::uint32_t>(cur.data() + payload.size());
@@ -52,7 +52,7 @@ bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> s
               if (stored_crc != computed) {
                 char text[64];
                 std::snprintf(text, sizeof text, "CRC-32C mismatch: stored %08x, computed %08x", stored_crc, computed);
-                fail<FormatError>(chunk.key, chunk.label() + " crc32c", text);
+                fail_at<FormatError>(chunk.key, chunk.label() + " crc32c", text);
               }
               cur = payload;
               return false;
@@ -69,9 +69,9 @@ bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> s
                 cur = scratch;
                 in_scratch = true;
               } catch (const LimitError& e) {
-                fail<LimitError>(chunk.key, chunk.label() + " zstd", e.what());
+                fail_at<LimitError>(chunk.key, chunk.label() + " zstd", e.what());
               } catch (const FormatError& e) {
-                fail<FormatError>(chunk.key, chunk.label() + " zstd", e.what());
+                fail_at<FormatError>(chunk.key, chunk.label() + " zstd", e.what());
               }
               return false;
             },
@@ -114,7 +114,7 @@ void decode_dense_chunk(const CodecChain& chain, const DataType& type, std::span
   std::vector<std::byte> scratch;
   if (!decode_bytes_to_bytes(chain, stored, cur, scratch, &out, max_bytes, chunk)) {
     if (cur.size() != out.size())
-      fail<FormatError>(chunk.key, chunk.label() + " bytes",
+      fail_at<FormatError>(chunk.key, chunk.label() + " bytes",
                         "decodes to " + std::to_string(cur.size()) + " bytes, the chunk needs " + std::to_string(out.size()) +
                             " (chunk shape x itemsize)");
     if (!out.empty()) std::memcpy(out.data(), cur.data(), out.size());
@@ -123,7 +123,7 @@ void decode_dense_chunk(const CodecChain& chain, const DataType& type, std::span
   if (type.dtype == DType::Bool) {
     for (std::size_t i = 0; i < out.size(); ++i)
       if (std::to_integer<unsigned>(out[i]) > 1)
-        fail<FormatError>(chunk.key, chunk.label() + " bytes",
+        fail_at<FormatError>(chunk.key, chunk.label() + " bytes",
                           "bool element " + std::to_string(i) + " is " + std::to_string(std::to_integer<unsigned>(out[i])) +
                               " (only 0 and 1 are valid)");
   }
@@ -159,13 +159,13 @@ void decode_vlen_chunk_into(const CodecChain& chain, std::span<const std::byte> 
     try {
       n = codec::zstd_decompress_prefix(zstd_payload, prefix);
     } catch (const FormatError& e) {
-      fail<FormatError>(chunk.key, chunk.label() + " zstd", e.what());
+      fail_at<FormatError>(chunk.key, chunk.label() + " zstd", e.what());
     }
     check_vlen_prefix(std::span(prefix).first(n), declared.value_or(kVlenFrameSizeUnknown), count, chunk);
   };
   decode_bytes_to_bytes(chain, stored, cur, framed, nullptr, max_bytes, chunk, check_start);
   if (cur.size() > max_bytes)
-    fail<LimitError>(chunk.key, chunk.label(),
+    fail_at<LimitError>(chunk.key, chunk.label(),
                      "decoded size " + std::to_string(cur.size()) + " exceeds the limit of " + std::to_string(max_bytes) + " bytes");
   // Own the framed bytes: they are in the buffer when a decoder ran, else a view of `stored`.
   if (!framed.empty() && cur.data() == framed.data()) framed.resize(cur.size());

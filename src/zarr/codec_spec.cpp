@@ -18,20 +18,20 @@ struct CodecObject {
 };
 
 CodecObject read_codec_object(const Json& value, const std::string& path, std::string_view key) {
-  if (!value.is_object()) fail<FormatError>(key, path, "a codec must be an object with a \"name\"");
+  if (!value.is_object()) fail_at<FormatError>(key, path, "a codec must be an object with a \"name\"");
   CodecObject out;
   for (const auto& [member, v] : value.items()) {
     if (member == "name") {
-      if (!v.is_string()) fail<FormatError>(key, path + ".name", "must be a string");
+      if (!v.is_string()) fail_at<FormatError>(key, path + ".name", "must be a string");
       out.name = v.get<std::string>();
     } else if (member == "configuration") {
-      if (!v.is_object()) fail<FormatError>(key, path + ".configuration", "must be an object");
+      if (!v.is_object()) fail_at<FormatError>(key, path + ".configuration", "must be an object");
       out.configuration = &v;
     } else {
-      fail<UnsupportedError>(key, path, "unknown member \"" + member + "\" in a codec object");
+      fail_at<UnsupportedError>(key, path, "unknown member \"" + member + "\" in a codec object");
     }
   }
-  if (out.name.empty()) fail<FormatError>(key, path, "a codec must have a non-empty \"name\"");
+  if (out.name.empty()) fail_at<FormatError>(key, path, "a codec must have a non-empty \"name\"");
   return out;
 }
 
@@ -44,7 +44,7 @@ void only_members(const CodecObject& c, std::initializer_list<std::string_view> 
     bool ok = false;
     for (const auto a : allowed) ok = ok || member == a;
     if (!ok)
-      fail<UnsupportedError>(key, path + ".configuration",
+      fail_at<UnsupportedError>(key, path + ".configuration",
                              "unknown member \"" + member + "\" in the configuration of codec \"" + c.name + "\"");
   }
 }
@@ -61,16 +61,16 @@ std::optional<Endian> read_endian(const CodecObject& c, const std::string& path,
   if (!e) return std::nullopt;
   if (*e == "little") return Endian::Little;
   if (*e == "big") return Endian::Big;
-  fail<FormatError>(key, path + ".configuration.endian", "must be \"little\" or \"big\", got " + e->dump());
+  fail_at<FormatError>(key, path + ".configuration.endian", "must be \"little\" or \"big\", got " + e->dump());
 }
 
 std::vector<std::uint64_t> read_shape(const Json* value, const std::string& path, std::string_view key) {
   if (!value || !value->is_array() || value->empty())
-    fail<FormatError>(key, path, "must be a non-empty array of positive integers");
+    fail_at<FormatError>(key, path, "must be a non-empty array of positive integers");
   std::vector<std::uint64_t> out;
   for (const Json& v : *value) {
     if (!v.is_number_unsigned() || v.get<std::uint64_t>() == 0)
-      fail<FormatError>(key, path, "must be a non-empty array of positive integers, got " + value->dump());
+      fail_at<FormatError>(key, path, "must be a non-empty array of positive integers, got " + value->dump());
     out.push_back(v.get<std::uint64_t>());
   }
   return out;
@@ -78,7 +78,7 @@ std::vector<std::uint64_t> read_shape(const Json* value, const std::string& path
 
 IndexCodecs read_index_codecs(const Json* value, const std::string& path, std::string_view key) {
   const auto refuse = [&] {
-    fail<FormatError>(key, path,
+    fail_at<FormatError>(key, path,
                       "only [bytes] or [bytes, crc32c] are supported as index codecs, got " +
                           (value ? value->dump() : std::string("nothing")));
   };
@@ -87,7 +87,7 @@ IndexCodecs read_index_codecs(const Json* value, const std::string& path, std::s
   const CodecObject first = read_codec_object((*value)[0], path + "[0]", key);
   if (first.name != "bytes") refuse();
   const auto endian = read_endian(first, path + "[0]", key);
-  if (!endian) fail<FormatError>(key, path + "[0]", "the index bytes codec must name its endian");
+  if (!endian) fail_at<FormatError>(key, path + "[0]", "the index bytes codec must name its endian");
   out.endian = *endian;
   out.crc32c = value->size() == 2;
   if (out.crc32c) {
@@ -106,13 +106,13 @@ ShardingSpec read_sharding(const CodecObject& c, CodecChain& chain, const std::s
   ShardingSpec spec;
   spec.chunk_shape = read_shape(member(c, "chunk_shape"), conf + ".chunk_shape", key);
   const Json* codecs = member(c, "codecs");
-  if (!codecs) fail<FormatError>(key, conf, "sharding_indexed needs \"codecs\"");
+  if (!codecs) fail_at<FormatError>(key, conf, "sharding_indexed needs \"codecs\"");
   chain = read_list(*codecs, conf + ".codecs", key, /*inner=*/true).chain;
   spec.index_codecs = read_index_codecs(member(c, "index_codecs"), conf + ".index_codecs", key);
   if (const Json* loc = member(c, "index_location")) {
     if (*loc == "end") spec.index_location = IndexLocation::End;
     else if (*loc == "start") spec.index_location = IndexLocation::Start;
-    else fail<FormatError>(key, conf + ".index_location", "must be \"start\" or \"end\", got " + loc->dump());
+    else fail_at<FormatError>(key, conf + ".index_location", "must be \"start\" or \"end\", got " + loc->dump());
   }
   return spec;
 }
@@ -122,18 +122,18 @@ ZstdCodec read_zstd(const CodecObject& c, const std::string& path, std::string_v
   ZstdCodec z;
   if (const Json* level = member(c, "level")) {
     if (!level->is_number_integer() || level->get<std::int64_t>() < -131072 || level->get<std::int64_t>() > 22)
-      fail<FormatError>(key, path + ".configuration.level", "must be an integer zstd level, got " + level->dump());
+      fail_at<FormatError>(key, path + ".configuration.level", "must be an integer zstd level, got " + level->dump());
     z.level = static_cast<int>(level->get<std::int64_t>());
   }
   if (const Json* checksum = member(c, "checksum")) {
-    if (!checksum->is_boolean()) fail<FormatError>(key, path + ".configuration.checksum", "must be true or false");
+    if (!checksum->is_boolean()) fail_at<FormatError>(key, path + ".configuration.checksum", "must be true or false");
     z.checksum = checksum->get<bool>();
   }
   return z;
 }
 
 CodecList read_list(const Json& value, const std::string& path, std::string_view key, bool inner) {
-  if (!value.is_array()) fail<FormatError>(key, path, "must be an array of codec objects");
+  if (!value.is_array()) fail_at<FormatError>(key, path, "must be an array of codec objects");
   CodecList out;
   bool have_array_to_bytes = false;
   for (std::size_t i = 0; i < value.size(); ++i) {
@@ -143,7 +143,7 @@ CodecList read_list(const Json& value, const std::string& path, std::string_view
     const bool bytes_to_bytes = c.name == "zstd" || c.name == "crc32c" || c.name == "gzip";
     if (array_to_bytes) {
       if (have_array_to_bytes)
-        fail<FormatError>(key, p, "a codec list holds exactly one array->bytes codec; \"" + c.name + "\" is a second one");
+        fail_at<FormatError>(key, p, "a codec list holds exactly one array->bytes codec; \"" + c.name + "\" is a second one");
       have_array_to_bytes = true;
       if (c.name == "bytes") {
         out.chain.array_to_bytes = BytesCodec{read_endian(c, p, key)};
@@ -151,15 +151,15 @@ CodecList read_list(const Json& value, const std::string& path, std::string_view
         only_members(c, {}, p, key);
         out.chain.array_to_bytes = VlenBytesCodec{};
       } else {
-        if (inner) fail<UnsupportedError>(key, p, "nested sharding_indexed is not supported");
+        if (inner) fail_at<UnsupportedError>(key, p, "nested sharding_indexed is not supported");
         out.sharding = read_sharding(c, out.chain, p, key);
       }
     } else if (bytes_to_bytes) {
       if (!have_array_to_bytes)
-        fail<FormatError>(key, p, "bytes->bytes codec \"" + c.name + "\" comes before the array->bytes codec");
+        fail_at<FormatError>(key, p, "bytes->bytes codec \"" + c.name + "\" comes before the array->bytes codec");
       if (out.sharding)
-        fail<UnsupportedError>(key, p, "codecs after sharding_indexed are not supported (\"" + c.name + "\")");
-      if (c.name == "gzip") fail<UnsupportedError>(key, p, "codec \"gzip\" is not supported");
+        fail_at<UnsupportedError>(key, p, "codecs after sharding_indexed are not supported (\"" + c.name + "\")");
+      if (c.name == "gzip") fail_at<UnsupportedError>(key, p, "codec \"gzip\" is not supported");
       if (c.name == "zstd") out.chain.bytes_to_bytes.emplace_back(read_zstd(c, p, key));
       else {
         only_members(c, {}, p, key);
@@ -168,12 +168,12 @@ CodecList read_list(const Json& value, const std::string& path, std::string_view
     } else if (c.name == "vlen-ndarray") {
       refuse_ragged2(node_path_of(key), key, p);
     } else if (c.name == "transpose") {
-      fail<UnsupportedError>(key, p, "array->array codec \"transpose\" is not supported");
+      fail_at<UnsupportedError>(key, p, "array->array codec \"transpose\" is not supported");
     } else {
-      fail<UnsupportedError>(key, p, "unknown codec \"" + c.name + "\"");
+      fail_at<UnsupportedError>(key, p, "unknown codec \"" + c.name + "\"");
     }
   }
-  if (!have_array_to_bytes) fail<FormatError>(key, path, "a codec list needs one array->bytes codec (bytes, vlen-bytes or sharding_indexed)");
+  if (!have_array_to_bytes) fail_at<FormatError>(key, path, "a codec list needs one array->bytes codec (bytes, vlen-bytes or sharding_indexed)");
   return out;
 }
 

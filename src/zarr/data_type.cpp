@@ -59,7 +59,7 @@ int hex_digit(char c) {
 
 FillValue float_fill(const Json& value, DType t, std::size_t size, std::string_view key) {
   if (value.is_number()) return {float_element(t, value.get<double>())};
-  if (!value.is_string()) fail<FormatError>(key, "fill_value", "a float fill value must be a number or a string");
+  if (!value.is_string()) fail_at<FormatError>(key, "fill_value", "a float fill value must be a number or a string");
   const std::string& s = value.get_ref<const std::string&>();
   if (s == "NaN") return {float_element(t, std::numeric_limits<double>::quiet_NaN())};
   if (s == "Infinity") return {float_element(t, std::numeric_limits<double>::infinity())};
@@ -69,14 +69,14 @@ FillValue float_fill(const Json& value, DType t, std::size_t size, std::string_v
     std::uint64_t bits = 0;
     for (std::size_t i = 2; i < s.size(); ++i) {
       const int d = hex_digit(s[i]);
-      if (d < 0) fail<FormatError>(key, "fill_value", "\"" + s + "\" is not a hex bit pattern");
+      if (d < 0) fail_at<FormatError>(key, "fill_value", "\"" + s + "\" is not a hex bit pattern");
       bits = bits << 4 | static_cast<std::uint64_t>(d);
     }
     std::vector<std::byte> out(size);
     std::memcpy(out.data(), &bits, size);  // little-endian host: the low `size` bytes
     return {out};
   }
-  fail<FormatError>(key, "fill_value",
+  fail_at<FormatError>(key, "fill_value",
                     "\"" + s + "\" is not a float fill value (a number, \"NaN\", \"Infinity\", \"-Infinity\" or \"0x\" + " +
                         std::to_string(2 * size) + " hex digits)");
 }
@@ -84,7 +84,7 @@ FillValue float_fill(const Json& value, DType t, std::size_t size, std::string_v
 template <typename T>
 FillValue integer_fill(const Json& value, std::string_view type_name, std::string_view key) {
   const auto out_of_range = [&] {
-    fail<FormatError>(key, "fill_value", value.dump() + " is not a " + std::string(type_name) + " value");
+    fail_at<FormatError>(key, "fill_value", value.dump() + " is not a " + std::string(type_name) + " value");
   };
   if (value.is_number_unsigned()) {
     const auto v = value.get<std::uint64_t>();
@@ -102,7 +102,7 @@ FillValue integer_fill(const Json& value, std::string_view type_name, std::strin
     }
     return {le_bytes(static_cast<T>(v))};
   }
-  fail<FormatError>(key, "fill_value", "an integer fill value must be a JSON integer, got " + value.dump());
+  fail_at<FormatError>(key, "fill_value", "an integer fill value must be a JSON integer, got " + value.dump());
 }
 
 template <typename F>
@@ -170,14 +170,14 @@ DataType decode_data_type(const Json& value, std::string_view key) {
     const auto name = value.find("name");
     if (name != value.end() && name->is_string() && is_one_of(name->get_ref<const std::string&>(), kRagged2Spellings))
       refuse_ragged2(node_path_of(key), key, "data_type");
-    fail<UnsupportedError>(key, "data_type", "data types given as objects are not supported");
+    fail_at<UnsupportedError>(key, "data_type", "data types given as objects are not supported");
   }
-  if (!value.is_string()) fail<FormatError>(key, "data_type", "must be a string");
+  if (!value.is_string()) fail_at<FormatError>(key, "data_type", "must be a string");
   const std::string& name = value.get_ref<const std::string&>();
   if (is_one_of(name, kRagged2Spellings)) refuse_ragged2(node_path_of(key), key, "data_type");
   if (is_one_of(name, kVlenSpellings)) return DataType::vlen_bytes(name);
   if (const auto t = dtype_from_zarr_name(name)) return DataType::fixed(*t);
-  fail<UnsupportedError>(key, "data_type", "unsupported data type \"" + name + "\"");
+  fail_at<UnsupportedError>(key, "data_type", "unsupported data type \"" + name + "\"");
 }
 
 FillValue decode_fill_value(const Json& value, const DataType& type, std::string_view key) {
@@ -185,11 +185,11 @@ FillValue decode_fill_value(const Json& value, const DataType& type, std::string
     // The bytes extension reads a string fill either raw or as base64; only "" means the same
     // (the empty byte string) under both.
     if (value.is_string() && value.get_ref<const std::string&>().empty()) return {};
-    fail<FormatError>(key, "fill_value", "the fill value of a variable-length bytes array must be \"\", got " + value.dump());
+    fail_at<FormatError>(key, "fill_value", "the fill value of a variable-length bytes array must be \"\", got " + value.dump());
   }
   switch (type.dtype) {
     case DType::Bool:
-      if (!value.is_boolean()) fail<FormatError>(key, "fill_value", "a bool fill value must be true or false, got " + value.dump());
+      if (!value.is_boolean()) fail_at<FormatError>(key, "fill_value", "a bool fill value must be true or false, got " + value.dump());
       return {le_bytes(static_cast<std::uint8_t>(value.get<bool>() ? 1 : 0))};
     case DType::U8: return integer_fill<std::uint8_t>(value, type.name, key);
     case DType::U16: return integer_fill<std::uint16_t>(value, type.name, key);
@@ -203,7 +203,7 @@ FillValue decode_fill_value(const Json& value, const DataType& type, std::string
     case DType::F32:
     case DType::F64: return float_fill(value, type.dtype, type.item_size(), key);
   }
-  fail<FormatError>(key, "fill_value", "unknown data type");
+  fail_at<FormatError>(key, "fill_value", "unknown data type");
 }
 
 Json encode_fill_value(const FillValue& fill, const DataType& type) {

@@ -1,8 +1,10 @@
 // zarr.json of groups and arrays: strict decode, cross-member validation, zarr-python encode.
 #include "tessera/zarr/metadata.hpp"
 
+#include <algorithm>
 #include <string>
 
+#include "tessera/codec/json_fields.hpp"
 #include "tessera/zarr/errors.hpp"
 
 namespace tessera::zarr {
@@ -16,9 +18,9 @@ Json parse_object(std::span<const std::byte> bytes, std::string_view key) {
   try {
     doc = codec::json::parse_strict(text, key);
   } catch (const FormatError& e) {
-    fail<FormatError>(key, "zarr.json", std::string("invalid JSON: ") + e.what());
+    fail_at<FormatError>(key, "zarr.json", std::string("invalid JSON: ") + e.what());
   }
-  if (!doc.is_object()) fail<FormatError>(key, "zarr.json", "must be a JSON object");
+  if (!doc.is_object()) fail_at<FormatError>(key, "zarr.json", "must be a JSON object");
   return doc;
 }
 
@@ -29,51 +31,47 @@ void check_extension_member(const std::string& name, const Json& value, std::str
     const auto mu = value.find("must_understand");
     if (mu != value.end() && *mu == false) return;
   }
-  fail<UnsupportedError>(key, name, "unknown metadata member \"" + name + "\" (not marked \"must_understand\": false)");
+  fail_at<UnsupportedError>(key, name, "unknown metadata member \"" + name + "\" (not marked \"must_understand\": false)");
 }
 
 const Json& required(const Json& doc, const char* name, std::string_view key) {
-  const auto it = doc.find(name);
-  if (it == doc.end()) fail<FormatError>(key, "zarr.json", std::string("missing required member \"") + name + "\"");
-  return *it;
+  const Json* v = codec::json::member(doc, name);
+  if (!v) fail_at<FormatError>(key, "zarr.json", std::string("missing required member \"") + name + "\"");
+  return *v;
 }
 
 std::vector<std::uint64_t> read_uint_list(const Json& value, const char* where, bool positive, std::string_view key) {
-  if (!value.is_array()) fail<FormatError>(key, where, "must be an array of integers");
-  std::vector<std::uint64_t> out;
-  out.reserve(value.size());
-  for (const Json& v : value) {
-    if (!v.is_number_unsigned() || (positive && v.get<std::uint64_t>() == 0))
-      fail<FormatError>(key, where,
-                        std::string("must be an array of ") + (positive ? "positive" : "non-negative") +
-                            " integers, got " + value.dump());
-    out.push_back(v.get<std::uint64_t>());
-  }
-  return out;
+  if (!value.is_array()) fail_at<FormatError>(key, where, "must be an array of integers");
+  auto list = codec::json::as_uint64_list(value);
+  if (!list || (positive && std::find(list->begin(), list->end(), 0) != list->end()))
+    fail_at<FormatError>(key, where,
+                         std::string("must be an array of ") + (positive ? "positive" : "non-negative") +
+                             " integers, got " + value.dump());
+  return std::move(*list);
 }
 
 std::vector<std::uint64_t> read_chunk_grid(const Json& value, std::string_view key) {
-  if (!value.is_object()) fail<FormatError>(key, "chunk_grid", "must be an object");
+  if (!value.is_object()) fail_at<FormatError>(key, "chunk_grid", "must be an object");
   const Json* configuration = nullptr;
   for (const auto& [member, v] : value.items()) {
     if (member == "name") {
-      if (v != "regular") fail<UnsupportedError>(key, "chunk_grid.name", "unsupported chunk grid " + v.dump());
+      if (v != "regular") fail_at<UnsupportedError>(key, "chunk_grid.name", "unsupported chunk grid " + v.dump());
     } else if (member == "configuration") {
       configuration = &v;
     } else {
-      fail<UnsupportedError>(key, "chunk_grid", "unknown member \"" + member + "\"");
+      fail_at<UnsupportedError>(key, "chunk_grid", "unknown member \"" + member + "\"");
     }
   }
-  if (!value.contains("name")) fail<FormatError>(key, "chunk_grid", "missing \"name\"");
+  if (!value.contains("name")) fail_at<FormatError>(key, "chunk_grid", "missing \"name\"");
   if (!configuration || !configuration->is_object() || !configuration->contains("chunk_shape"))
-    fail<FormatError>(key, "chunk_grid.configuration", "must be an object with \"chunk_shape\"");
+    fail_at<FormatError>(key, "chunk_grid.configuration", "must be an object with \"chunk_shape\"");
   for (const auto& [member, _] : configuration->items())
-    if (member != "chunk_shape") fail<UnsupportedError>(key, "chunk_grid.configuration", "unknown member \"" + member + "\"");
+    if (member != "chunk_shape") fail_at<UnsupportedError>(key, "chunk_grid.configuration", "unknown member \"" + member + "\"");
   return read_uint_list((*configuration)["chunk_shape"], "chunk_grid.configuration.chunk_shape", true, key);
 }
 
 void require_object(const Json& value, const char* where, std::string_view key) {
-  if (!value.is_object()) fail<FormatError>(key, where, "must be an object");
+  if (!value.is_object()) fail_at<FormatError>(key, where, "must be an object");
 }
 
 GroupMeta decode_group_members(const Json& doc, std::string_view key) {
@@ -85,7 +83,7 @@ GroupMeta decode_group_members(const Json& doc, std::string_view key) {
       out.attributes = v;
     } else if (member == "consolidated_metadata") {
       // zarr-python's consolidated listing: a cache, never authoritative; ignored.
-      if (!v.is_null() && !v.is_object()) fail<FormatError>(key, "consolidated_metadata", "must be null or an object");
+      if (!v.is_null() && !v.is_object()) fail_at<FormatError>(key, "consolidated_metadata", "must be null or an object");
     } else {
       check_extension_member(member, v, key);
     }
@@ -112,17 +110,17 @@ ArrayMeta decode_array_members(const Json& doc, std::string_view key) {
       out.attributes = v;
     } else if (member == "dimension_names") {
       if (v.is_null()) continue;
-      if (!v.is_array()) fail<FormatError>(key, "dimension_names", "must be an array of strings or nulls");
+      if (!v.is_array()) fail_at<FormatError>(key, "dimension_names", "must be an array of strings or nulls");
       std::vector<std::optional<std::string>> names;
       for (const Json& n : v) {
         if (n.is_null()) names.emplace_back();
         else if (n.is_string()) names.emplace_back(n.get<std::string>());
-        else fail<FormatError>(key, "dimension_names", "must be an array of strings or nulls, got " + v.dump());
+        else fail_at<FormatError>(key, "dimension_names", "must be an array of strings or nulls, got " + v.dump());
       }
       out.dimension_names = std::move(names);
     } else if (member == "storage_transformers") {
-      if (!v.is_array()) fail<FormatError>(key, "storage_transformers", "must be an array");
-      if (!v.empty()) fail<UnsupportedError>(key, "storage_transformers", "storage transformers are not supported");
+      if (!v.is_array()) fail_at<FormatError>(key, "storage_transformers", "must be an array");
+      if (!v.empty()) fail_at<UnsupportedError>(key, "storage_transformers", "storage transformers are not supported");
     } else {
       check_extension_member(member, v, key);
     }
@@ -136,59 +134,59 @@ NodeMeta decode_node(std::span<const std::byte> bytes, std::string_view key) {
   const Json doc = parse_object(bytes, key);
   const Json& format = required(doc, "zarr_format", key);
   if (!format.is_number_integer() || format.get<std::int64_t>() != 3)
-    fail<FormatError>(key, "zarr_format", "must be 3, got " + format.dump());
+    fail_at<FormatError>(key, "zarr_format", "must be 3, got " + format.dump());
   const Json& node_type = required(doc, "node_type", key);
   if (node_type == "group") return decode_group_members(doc, key);
   if (node_type == "array") return decode_array_members(doc, key);
-  fail<FormatError>(key, "node_type", "must be \"group\" or \"array\", got " + node_type.dump());
+  fail_at<FormatError>(key, "node_type", "must be \"group\" or \"array\", got " + node_type.dump());
 }
 
 ArrayMeta decode_array(std::span<const std::byte> bytes, std::string_view key) {
   NodeMeta node = decode_node(bytes, key);
   if (auto* array = std::get_if<ArrayMeta>(&node)) return std::move(*array);
-  fail<FormatError>(key, "node_type", "expected an array, found a group");
+  fail_at<FormatError>(key, "node_type", "expected an array, found a group");
 }
 
 GroupMeta decode_group(std::span<const std::byte> bytes, std::string_view key) {
   NodeMeta node = decode_node(bytes, key);
   if (auto* group = std::get_if<GroupMeta>(&node)) return std::move(*group);
-  fail<FormatError>(key, "node_type", "expected a group, found an array");
+  fail_at<FormatError>(key, "node_type", "expected a group, found an array");
 }
 
 void validate(const ArrayMeta& meta, std::string_view key) {
   const std::size_t rank = meta.shape.size();
-  if (rank == 0) fail<UnsupportedError>(key, "shape", "0-d arrays are not supported");
+  if (rank == 0) fail_at<UnsupportedError>(key, "shape", "0-d arrays are not supported");
   const auto rank_text = std::to_string(rank);
   if (meta.chunk_shape.size() != rank)
-    fail<FormatError>(key, "chunk_grid.configuration.chunk_shape",
+    fail_at<FormatError>(key, "chunk_grid.configuration.chunk_shape",
                       "has " + std::to_string(meta.chunk_shape.size()) + " entries for a rank-" + rank_text + " array");
   for (const auto c : meta.chunk_shape)
-    if (c == 0) fail<FormatError>(key, "chunk_grid.configuration.chunk_shape", "entries must be at least 1");
+    if (c == 0) fail_at<FormatError>(key, "chunk_grid.configuration.chunk_shape", "entries must be at least 1");
   if (meta.dimension_names && meta.dimension_names->size() != rank)
-    fail<FormatError>(key, "dimension_names",
+    fail_at<FormatError>(key, "dimension_names",
                       "has " + std::to_string(meta.dimension_names->size()) + " entries for a rank-" + rank_text + " array");
   if (meta.sharding) {
     const auto& inner = meta.sharding->chunk_shape;
     const std::string where = "codecs[0].configuration.chunk_shape";
     if (inner.size() != rank)
-      fail<FormatError>(key, where, "has " + std::to_string(inner.size()) + " entries for a rank-" + rank_text + " array");
+      fail_at<FormatError>(key, where, "has " + std::to_string(inner.size()) + " entries for a rank-" + rank_text + " array");
     for (std::size_t d = 0; d < rank; ++d)
       if (inner[d] == 0 || meta.chunk_shape[d] % inner[d] != 0)
-        fail<FormatError>(key, where,
+        fail_at<FormatError>(key, where,
                           "inner chunk " + std::to_string(inner[d]) + " on axis " + std::to_string(d) +
                               " does not divide the shard's " + std::to_string(meta.chunk_shape[d]));
   }
   const std::string chain_where = meta.sharding ? "codecs[0].configuration.codecs" : "codecs";
   if (meta.data_type.vlen && !meta.codecs.is_vlen())
-    fail<FormatError>(key, chain_where, "the bytes codec cannot encode the variable-length type " + meta.data_type.name);
+    fail_at<FormatError>(key, chain_where, "the bytes codec cannot encode the variable-length type " + meta.data_type.name);
   if (!meta.data_type.vlen && meta.codecs.is_vlen())
-    fail<FormatError>(key, chain_where, "vlen-bytes cannot encode the fixed-width type " + meta.data_type.name);
+    fail_at<FormatError>(key, chain_where, "vlen-bytes cannot encode the fixed-width type " + meta.data_type.name);
   if (const auto* bytes = std::get_if<BytesCodec>(&meta.codecs.array_to_bytes);
       bytes && !bytes->endian && meta.data_type.item_size() > 1)
-    fail<FormatError>(key, chain_where, "the bytes codec must name its endian for the " +
+    fail_at<FormatError>(key, chain_where, "the bytes codec must name its endian for the " +
                                             std::to_string(meta.data_type.item_size()) + "-byte type " + meta.data_type.name);
   if (meta.fill_value.element.size() != meta.data_type.item_size())
-    fail<FormatError>(key, "fill_value",
+    fail_at<FormatError>(key, "fill_value",
                       "holds " + std::to_string(meta.fill_value.element.size()) + " bytes; " + meta.data_type.name +
                           " needs " + std::to_string(meta.data_type.item_size()));
 }

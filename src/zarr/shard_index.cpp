@@ -46,11 +46,11 @@ ShardIndex ShardIndex::decode(std::span<const std::byte> index_bytes, std::uint6
                               std::uint64_t object_size, std::string key) {
   const std::uint64_t index_size = shard_index_size(entries, spec.index_codecs);
   if (object_size < index_size)
-    fail<FormatError>(key, kStructure,
+    fail_at<FormatError>(key, kStructure,
                       "object of " + std::to_string(object_size) + " bytes is shorter than its " +
                           std::to_string(index_size) + "-byte index");
   if (index_bytes.size() != index_size)
-    fail<FormatError>(key, kStructure,
+    fail_at<FormatError>(key, kStructure,
                       "read " + std::to_string(index_bytes.size()) + " index bytes, expected " + std::to_string(index_size));
   const std::uint64_t table = entries * kShardIndexEntryBytes;
   if (spec.index_codecs.crc32c) {
@@ -59,7 +59,7 @@ ShardIndex ShardIndex::decode(std::span<const std::byte> index_bytes, std::uint6
     if (stored != computed) {
       char text[64];
       std::snprintf(text, sizeof text, "CRC-32C mismatch: stored %08x, computed %08x", stored, computed);
-      fail<FormatError>(key, kStructure, text);
+      fail_at<FormatError>(key, kStructure, text);
     }
   }
   ShardIndex out;
@@ -81,11 +81,11 @@ std::optional<ShardIndexEntry> ShardIndex::chunk_range(std::uint64_t id) const {
   const std::string where = std::string(kStructure) + " entry " + std::to_string(id);
   const ShardIndexEntry sentinel = ShardIndexEntry::absent();
   if (e.offset == sentinel.offset || e.nbytes == sentinel.nbytes)
-    fail<FormatError>(key_, where, "only one of offset and nbytes is the absent sentinel 2^64-1");
-  if (e.nbytes == 0) fail<FormatError>(key_, where, "nbytes is 0 (a present inner chunk has at least one byte)");
+    fail_at<FormatError>(key_, where, "only one of offset and nbytes is the absent sentinel 2^64-1");
+  if (e.nbytes == 0) fail_at<FormatError>(key_, where, "nbytes is 0 (a present inner chunk has at least one byte)");
   const auto end = add_u64(e.offset, e.nbytes);
   if (!end || e.offset < region_.begin || *end > region_.end)
-    fail<FormatError>(key_, where,
+    fail_at<FormatError>(key_, where,
                       "range [" + std::to_string(e.offset) + ", +" + std::to_string(e.nbytes) + ") lies outside the data region [" +
                           std::to_string(region_.begin) + ", " + std::to_string(region_.end) + ")");
   return e;

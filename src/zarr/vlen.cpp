@@ -47,38 +47,38 @@ void walk_vlen_framing(std::span<const std::byte> framed, std::uint64_t frame_si
   const bool known = frame_size != kVlenFrameSizeUnknown;
   const bool whole = framed.size() == frame_size;
   if (known && frame_size < kVlenCountBytes)
-    fail<FormatError>(chunk.key, structure, "is " + std::to_string(frame_size) + " bytes, too short for the element count");
+    fail_at<FormatError>(chunk.key, structure, "is " + std::to_string(frame_size) + " bytes, too short for the element count");
   if (framed.size() < kVlenCountBytes) return;
   const std::uint32_t count = load_le<std::uint32_t>(framed.data());
   if (count != expected_count)
-    fail<FormatError>(chunk.key, structure,
+    fail_at<FormatError>(chunk.key, structure,
                       "element count " + std::to_string(count) + " != the chunk's " + std::to_string(expected_count) + " elements");
   // Each element needs at least its length field: a count that cannot fit is refused before
   // the element table is allocated.
   if (known && (frame_size - kVlenCountBytes) / kVlenLengthBytes < count)
-    fail<FormatError>(chunk.key, structure,
+    fail_at<FormatError>(chunk.key, structure,
                       std::to_string(count) + " elements need at least " + std::to_string(std::uint64_t{count} * kVlenLengthBytes) +
                           " bytes of lengths, only " + std::to_string(frame_size - kVlenCountBytes) + " remain");
   if (out) out->resize(count);
   std::uint64_t pos = kVlenCountBytes;
   for (std::uint32_t i = 0; i < count; ++i) {
     if (known && frame_size - pos < kVlenLengthBytes)
-      fail<FormatError>(chunk.key, structure, "element " + std::to_string(i) + ": length field runs past the end");
+      fail_at<FormatError>(chunk.key, structure, "element " + std::to_string(i) + ": length field runs past the end");
     if (framed.size() < pos || framed.size() - pos < kVlenLengthBytes) return;  // beyond the prefix
     const std::uint32_t length = load_le<std::uint32_t>(framed.data() + pos);
     pos += kVlenLengthBytes;
     if (known && frame_size - pos < length)
-      fail<FormatError>(chunk.key, structure,
+      fail_at<FormatError>(chunk.key, structure,
                         "element " + std::to_string(i) + ": length " + std::to_string(length) + " exceeds the " +
                             std::to_string(frame_size - pos) + " remaining bytes");
     if (out) (*out)[i] = {pos, length};
     pos += length;
   }
   if ((whole && pos != frame_size) || (!whole && pos < framed.size()))
-    fail<FormatError>(chunk.key, structure,
+    fail_at<FormatError>(chunk.key, structure,
                       std::to_string((whole ? frame_size : framed.size()) - pos) + " bytes follow the last element");
   if (!whole && known && pos != frame_size)
-    fail<FormatError>(chunk.key, structure, std::to_string(frame_size - pos) + " bytes follow the last element");
+    fail_at<FormatError>(chunk.key, structure, std::to_string(frame_size - pos) + " bytes follow the last element");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "tessera/core/text.hpp"
 
@@ -56,6 +57,19 @@ class LimitError : public Error {
  public:
   using Error::Error;
 };
+
+// The one wording of a located error in every module: "path: structure: message", leaving out
+// the parts that are empty. A message that already starts with its location ("path: ", or
+// "structure: " when there is no path) is returned as it is, so rethrowing never repeats it.
+// tet is the exception that keeps path and structure out of what(): its messages are the
+// reference CLI's texts (docs/design.md, "Errors").
+std::string located_text(std::string_view path, std::string_view structure, std::string_view message);
+
+// Throws E with what() = located_text(path, structure, message) and path()/structure() set.
+template <typename E>
+[[noreturn]] void fail_at(std::string_view path, std::string_view structure, std::string_view message) {
+  throw E(located_text(path, structure, message), std::string(path), std::string(structure));
+}
 
 // What a failed allocation is reported as (a LimitError) by the CLI and the Python module.
 inline constexpr const char* kOutOfMemoryText =

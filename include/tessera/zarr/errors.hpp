@@ -1,7 +1,7 @@
-// How the zarr module reports a broken rule. Every message names the object key, the structure
-// and the rule ("6/count/zarr.json: codecs[0].configuration.index_codecs: only [bytes] or
-// [bytes, crc32c] are supported"), so the text the CLI prints after "error: " is enough to find
-// the problem; `path()` and `structure()` carry the same parts for programs.
+// How the zarr module reports a broken rule: core's fail_at with the object key as the path, so
+// every message names the key, the structure and the rule ("6/count/zarr.json:
+// codecs[0].configuration.index_codecs: only [bytes] or [bytes, crc32c] are supported") and the
+// text the CLI prints after "error: " is enough to find the problem.
 #pragma once
 
 #include <cstdint>
@@ -11,16 +11,6 @@
 #include "tessera/core/error.hpp"
 
 namespace tessera::zarr {
-
-template <typename E>
-[[noreturn]] void fail(std::string_view key, std::string_view structure, std::string_view rule) {
-  std::string message;
-  message.reserve(key.size() + structure.size() + rule.size() + 4);
-  message.append(key).append(": ");
-  if (!structure.empty()) message.append(structure).append(": ");
-  message.append(rule);
-  throw E(message, std::string(key), std::string(structure));
-}
 
 // Where a chunk's bytes came from: its object key and, inside a shard, the inner chunk ordinal.
 // `label()` is the structure part of messages: "chunk" or "inner chunk 3".

@@ -4,6 +4,11 @@ from . import cells as cells, ragged as ragged, tet as tet
 
 __version__: str
 
+__all__ = [
+    "Error", "FormatError", "IoError", "LimitError", "UnsupportedError", "UsageError",
+    "cli_path", "tet", "cells", "ragged", "__version__",
+]
+
 class Error(Exception):
     message: str
     path: str

@@ -6,13 +6,13 @@ import pandas
 import scipy.sparse
 
 PathLike = Union[str, os.PathLike[str]]
-Cells = Union[int, slice, range, Sequence[int], np.ndarray]
-Genes = Union[str, int, Sequence[str], Sequence[int], np.ndarray]
-Where = dict[str, Any]
-ValuesName = Literal["float32", "int32"]
-RawBatch = Tuple[np.ndarray, np.ndarray, np.ndarray]
+_Cells = Union[int, slice, range, Sequence[int], np.ndarray]
+_Genes = Union[str, int, Sequence[str], Sequence[int], np.ndarray]
+_Where = dict[str, Any]
+_ValuesName = Literal["float32", "int32"]
+_RawBatch = Tuple[np.ndarray, np.ndarray, np.ndarray]
 
-__all__: list[str]
+__all__ = ["open", "Dataset", "Epoch", "Obs", "convert", "to_dask", "write_h5ad"]
 
 def open(
     path: PathLike,
@@ -65,15 +65,15 @@ class Dataset:
     def tile_of(self, cells: Union[Sequence[int], np.ndarray]) -> np.ndarray: ...
     @overload
     def get_batch(
-        self, cells: Cells, *, genes: Optional[Genes] = ..., values: ValuesName = ..., format: Literal["csr"] = ...
+        self, cells: _Cells, *, genes: Optional[_Genes] = ..., values: _ValuesName = ..., format: Literal["csr"] = ...
     ) -> scipy.sparse.csr_matrix: ...
     @overload
     def get_batch(
-        self, cells: Cells, *, genes: Optional[Genes] = ..., values: ValuesName = ..., format: Literal["raw"]
-    ) -> RawBatch: ...
-    def batch_nnz(self, cells: Cells) -> int: ...
+        self, cells: _Cells, *, genes: Optional[_Genes] = ..., values: _ValuesName = ..., format: Literal["raw"]
+    ) -> _RawBatch: ...
+    def batch_nnz(self, cells: _Cells) -> int: ...
     def prefetch(self, tiles: Union[int, Sequence[int], np.ndarray]) -> int: ...
-    def prefetch_cells(self, cells: Cells) -> int: ...
+    def prefetch_cells(self, cells: _Cells) -> int: ...
     def stats(self) -> dict[str, Union[int, float]]: ...
     def epoch(
         self,
@@ -87,7 +87,7 @@ class Dataset:
         worker: int = ...,
         num_workers: int = ...,
         drop_last: bool = ...,
-        values: ValuesName = ...,
+        values: _ValuesName = ...,
         even_batches: bool = ...,
         prefetch_tiles: int = ...,
         format: Literal["csr", "raw"] = ...,
@@ -96,11 +96,11 @@ class Dataset:
     def obs(self) -> Obs: ...
     def to_anndata(
         self,
-        cells: Optional[Cells] = ...,
-        genes: Optional[Genes] = ...,
+        cells: Optional[_Cells] = ...,
+        genes: Optional[_Genes] = ...,
         obs: Union[None, str, Sequence[str]] = ...,
         *,
-        values: ValuesName = ...,
+        values: _ValuesName = ...,
         order: Literal["source", "stored"] = ...,
     ) -> Any: ...
     def close(self) -> None: ...
@@ -109,6 +109,17 @@ class Dataset:
     def __len__(self) -> int: ...
 
 class Epoch:
+    def __init__(
+        self,
+        dataset: Dataset,
+        batch_size: int,
+        *,
+        seed: int,
+        epoch: int,
+        format: Literal["csr", "raw"],
+        values: _ValuesName,
+        **options: Any,
+    ) -> None: ...
     @property
     def epoch(self) -> int: ...
     def set_epoch(self, epoch: int) -> None: ...
@@ -120,6 +131,7 @@ class Epoch:
     def __next__(self) -> Tuple[np.ndarray, Any]: ...
 
 class Obs:
+    def __init__(self, dataset: Dataset, native: Any) -> None: ...
     @property
     def columns(self) -> list[str]: ...
     @property
@@ -129,8 +141,8 @@ class Obs:
     def localize(self, columns: Union[None, str, Sequence[str]] = ..., *, threads: int = ...) -> list[str]: ...
     def localized_columns(self) -> list[str]: ...
     def column_nbytes(self) -> dict[str, int]: ...
-    def filter(self, where: Where) -> np.ndarray: ...
-    def take(self, cells: Cells, columns: Union[None, str, Sequence[str]] = ...) -> pandas.DataFrame: ...
+    def filter(self, where: _Where) -> np.ndarray: ...
+    def take(self, cells: _Cells, columns: Union[None, str, Sequence[str]] = ...) -> pandas.DataFrame: ...
 
 def convert(
     inputs: Union[PathLike, Sequence[PathLike]],
@@ -148,18 +160,28 @@ def write_h5ad(
     dataset: Union[Dataset, PathLike],
     out: PathLike,
     *,
-    cells: Optional[Cells] = ...,
-    genes: Optional[Genes] = ...,
+    cells: Optional[_Cells] = ...,
+    genes: Optional[_Genes] = ...,
     obs: Union[None, str, Sequence[str]] = ...,
-    values: ValuesName = ...,
+    values: _ValuesName = ...,
     order: Literal["source", "stored"] = ...,
 ) -> None: ...
 
-def to_dask(path: PathLike, *, values: ValuesName = ..., **options: Any) -> Any: ...
+def to_dask(path: PathLike, *, values: _ValuesName = ..., **options: Any) -> Any: ...
 
 class TorchDataset:
     path: str
     batch_size: int
+    seed: int
+    shuffle: bool
+    drop_last: bool
+    dense: bool
+    values: _ValuesName
+    rank: Optional[int]
+    world_size: Optional[int]
+    return_cells: bool
+    even_batches: bool
+    open_options: dict[str, Any]
     n_cells: int
     n_genes: int
     cells: Optional[np.ndarray]
@@ -174,16 +196,16 @@ class TorchDataset:
         shuffle: bool = ...,
         drop_last: bool = ...,
         dense: bool = ...,
-        values: ValuesName = ...,
+        values: _ValuesName = ...,
         rank: Optional[int] = ...,
         world_size: Optional[int] = ...,
         return_cells: bool = ...,
         even_batches: bool = ...,
         open_options: Optional[dict[str, Any]] = ...,
-        cells: Optional[Cells] = ...,
-        where: Optional[Where] = ...,
+        cells: Optional[_Cells] = ...,
+        where: Optional[_Where] = ...,
         obs_columns: Union[None, str, Sequence[str]] = ...,
-        genes: Optional[Genes] = ...,
+        genes: Optional[_Genes] = ...,
         transform: Optional[Callable[[Any], Any]] = ...,
     ) -> None: ...
     @property

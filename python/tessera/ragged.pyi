@@ -3,14 +3,20 @@ from typing import Any, Callable, Iterator, Literal, Optional, Union, overload
 
 import numpy as np
 
-from ._tessera import UsageError
+from . import UsageError
 
 PathLike = Union[str, os.PathLike[str]]
 Word = Union[int, str, np.integer]
-FitPolicy = Literal["raise", "degrade_resolution", "collapse_bins"]
-TensorDType = Literal["uint16", "uint32", "float32", "auto"]
+_FitPolicy = Literal["raise", "degrade_resolution", "collapse_bins"]
+_TensorDType = Literal["uint16", "uint32", "float32", "auto"]
 
-__all__: list[str]
+__all__ = [
+    "open", "Leaf", "Field", "TensorBlock", "CellRecord", "CellIndexError", "RaggedWarning",
+    "read_cell", "read_tensors", "read_raw_values", "read_locations", "read_times", "cell_index",
+    "hashes", "has_exact_occupancy", "commit_stamp", "manifest", "root_coverage", "leaf_path",
+    "leaves", "summarize", "leaves_to_dask", "build", "verify", "to_decimal", "parse_word",
+    "cell_of", "cell_centres",
+]
 
 class CellIndexError(UsageError, IndexError): ...
 
@@ -55,7 +61,8 @@ class TensorBlock(tuple[np.ndarray, np.ndarray, tuple[float, float], int]):
     def morton(self) -> int: ...
 
 class CellRecord(tuple[int, tuple[int, int], np.ndarray]):
-    index: int
+    # An instance attribute that hides tuple.index, as at runtime.
+    index: int  # type: ignore[assignment]
     def __new__(cls, morton: int, row: int, col: int, index: int, values: np.ndarray) -> CellRecord: ...
     @property
     def morton(self) -> int: ...
@@ -108,8 +115,8 @@ class Field:
         resolution: float = ...,
         bottom: float = ...,
         top: float = ...,
-        fit: FitPolicy = ...,
-        dtype: TensorDType = ...,
+        fit: _FitPolicy = ...,
+        dtype: _TensorDType = ...,
         block_order: Optional[int] = ...,
         subtree: Optional[Word] = ...,
         max_block_bytes: int = ...,

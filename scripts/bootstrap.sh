@@ -31,6 +31,8 @@ packages=(
   # (pandas, Dask + distributed, PyTorch, xarray) and its test runner
   pybind11-dev python3-pybind11 python3-dev python3-pip python3-setuptools python3-wheel python3-pytest
   python3-pandas python3-dask python3-distributed python3-torch python3-xarray
+  # mypy's stubtest: tests/python/test_stubs.py checks the package's .pyi stubs against the runtime
+  python3-mypy
 )
 # Node.js and npm run the npm-packaged independent readers (zarrita); a machine that already has
 # them (e.g. a newer Node.js from elsewhere) keeps its own.

@@ -1,7 +1,8 @@
 # `cmake --install`: headers, the module libraries (static), libtessera.so when it is built, a CMake
 # package (find_package(tessera COMPONENTS tet cells …), targets tessera::<module>, tessera::tessera
-# for every format, tessera::shared for the shared library) and a pkg-config file for the shared
-# library (docs/install.md).
+# for every format, tessera::shared for the shared library, and the optional features as
+# components: hdf5 netcdf parquet png) and a pkg-config file for the shared library
+# (docs/install.md).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -19,7 +20,19 @@ install(TARGETS ${_install_targets} EXPORT tesseraTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tessera DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES ${CMAKE_BINARY_DIR}/generated/tessera/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
+install(FILES ${CMAKE_BINARY_DIR}/generated/tessera/version.hpp ${CMAKE_BINARY_DIR}/generated/tessera/features.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
+
+# The optional features this build has (TESSERA_WITH_*), for the package configuration (which finds
+# only their libraries and offers them as components) and the pkg-config file.
+set(TESSERA_ENABLED_FEATURES)
+foreach(f ${TESSERA_FEATURES})
+  if(TESSERA_WITH_${f})
+    string(TOLOWER ${f} _f)
+    list(APPEND TESSERA_ENABLED_FEATURES ${_f})
+  endif()
+endforeach()
+list(JOIN TESSERA_ENABLED_FEATURES " " TESSERA_PC_FEATURES)
 
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/tessera)
 install(EXPORT tesseraTargets NAMESPACE tessera:: DESTINATION ${_cmake_dir})

@@ -14,18 +14,34 @@ if command -v ccache >/dev/null 2>&1; then
   common_cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   # Without these, ccache declines to cache translation units that use a precompiled header.
   export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+  # Paths on the command line made relative to the build directory: two trees at the same depth
+  # (build/release and build/minimal) then share every object whose flags they share.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
 fi
 
 # Release with gcc, warnings as errors, benchmarks on so they keep compiling, and the Python
 # package (build/release/python) for Debian's Python, which the Python tests import. The fuzz entry
 # points are not built here: the sanitizer build links them all as libFuzzer targets (and several
-# corruption tests compile their sources with gcc). Every TESSERA_BUILD_* option is spelled out
-# because the cache may come from another script's narrower configure.
+# corruption tests compile their sources with gcc). Every TESSERA_BUILD_* and TESSERA_WITH_* option
+# is spelled out because the cache may come from another script's narrower configure.
+release_cmake_args=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DTESSERA_WERROR=ON)
 configure_release() {
-  cmake -S "$ROOT" -B "$ROOT/build/release" "${common_cmake_args[@]}" \
-    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release \
-    -DTESSERA_WERROR=ON -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_FUZZ=OFF -DTESSERA_BUILD_BENCH=ON \
-    -DTESSERA_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3
+  cmake -S "$ROOT" -B "$ROOT/build/release" "${common_cmake_args[@]}" "${release_cmake_args[@]}" \
+    -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_FUZZ=OFF -DTESSERA_BUILD_BENCH=ON \
+    -DTESSERA_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 \
+    -DTESSERA_WITH_HDF5=ON -DTESSERA_WITH_NETCDF=ON -DTESSERA_WITH_PARQUET=ON -DTESSERA_WITH_PNG=ON
+}
+
+# configure_minimal DIR: the minimal build of docs/install.md (every TESSERA_WITH_* off, no Python,
+# benchmarks or fuzz targets) in DIR, which tests/python/test_minimal_build.py puts beside the
+# release tree. Same compiler, flags and launcher as configure_release, and position-independent
+# code as the Python module makes it there (TESSERA_SHARED_LIBRARY), so that the objects the two
+# trees share come from the compiler cache.
+configure_minimal() {
+  cmake -S "$ROOT" -B "$1" "${common_cmake_args[@]}" "${release_cmake_args[@]}" \
+    -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_FUZZ=OFF -DTESSERA_BUILD_BENCH=OFF \
+    -DTESSERA_PYTHON=OFF -DTESSERA_SHARED_LIBRARY=ON \
+    -DTESSERA_WITH_HDF5=OFF -DTESSERA_WITH_NETCDF=OFF -DTESSERA_WITH_PARQUET=OFF -DTESSERA_WITH_PNG=OFF
 }
 
 # clang with address+undefined sanitizers and libFuzzer targets; -O1 keeps stacks readable, and

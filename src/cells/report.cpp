@@ -13,6 +13,7 @@
 #include "tessera/cells/obs_store.hpp"
 #include "tessera/cells/var_table.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/feature.hpp"
 
 namespace tessera::cells {
 namespace {
@@ -291,6 +292,8 @@ VerifyResult verify_dataset(Dataset& ds, const VerifyOptions& o) {
   if (m.has_obs) {
     try {
       verify_obs(ds.store(), m);
+    } catch (const FeatureUnavailable&) {
+      throw;  // this build cannot read the obs sidecar (Parquet): no verdict about the dataset
     } catch (const Error& e) {
       throw ObsVerifyError(e.what(), e.path(), e.structure());
     }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "anndata_support.hpp"
+#include "support/features.hpp"
 #include "support/testing.hpp"
 
 namespace tessera::cells {
@@ -40,7 +41,7 @@ using test::have_anndata;
 using Env = std::vector<std::pair<std::string, std::string>>;
 
 std::vector<std::string> convert_args(const TempDir& root, const fs::path& out, bool overwrite) {
-  std::vector<std::string> args{TESSERA_CLI_PATH, "cells", "convert", "--h5ad-glob", (root / "part_*.h5ad").string(),
+  std::vector<std::string> args{tessera::testing::cli_path(), "cells", "convert", "--h5ad-glob", (root / "part_*.h5ad").string(),
                                 "--no-obs", "--no-var", "--output", out.string(), "--tile-size", "150", "--chunks", "2",
                                 "--level", "19", "--workers", "2", "--threads", "1"};
   if (overwrite) args.push_back("--overwrite");
@@ -69,6 +70,7 @@ std::string kill_at(const std::pair<std::string, std::uint64_t>& p) { return p.f
 class ConvertKill : public ::testing::Test {
  protected:
   void SetUp() override {
+    TESSERA_REQUIRE_FEATURE(Hdf5);
     if (!have_anndata()) GTEST_SKIP() << "needs /usr/bin/python3 with anndata, h5py and scipy";
     const auto w = run_process({"/usr/bin/python3", test::h5ad_fixtures_script(),
                                 "write", root_.path().string(), "--cells", "3000", "--genes", "300", "--splits", "3",

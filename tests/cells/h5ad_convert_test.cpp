@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "anndata_support.hpp"
+#include "support/features.hpp"
 #include "support/testing.hpp"
 #include "tessera/cells/concat_source.hpp"
 #include "tessera/cells/manifest.hpp"
@@ -104,6 +105,7 @@ std::vector<std::vector<std::byte>> tiles_of(const fs::path& dataset) {
   if (!have_anndata()) GTEST_SKIP() << "needs /usr/bin/python3 with anndata, h5py and scipy"
 
 TEST(H5adConvert, CsrCscAndDenseMatchTheSource) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   NEED_ANNDATA();
   struct Case {
     const char* layout;
@@ -134,6 +136,7 @@ TEST(H5adConvert, CsrCscAndDenseMatchTheSource) {
 }
 
 TEST(H5adConvert, CountsAbove65535AndMoreThan65536Genes) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   NEED_ANNDATA();
   TempDir root("h5ad-big");
   fixture({"write", root.path().string(), "--cells", "60", "--genes", "70000", "--splits", "3", "--layouts",
@@ -161,6 +164,7 @@ TEST(H5adConvert, CountsAbove65535AndMoreThan65536Genes) {
 }
 
 TEST(H5adConvert, LayersAndRaw) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   NEED_ANNDATA();
   TempDir root("h5ad-where");
   fixture({"write", (root.path()).string(), "--cells", "90", "--genes", "30", "--splits", "2", "--layouts", "csc,csr",
@@ -186,6 +190,7 @@ TEST(H5adConvert, LayersAndRaw) {
 }
 
 TEST(H5adConvert, TilesIndependentOfSplitLayoutAndThreads) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   NEED_ANNDATA();
   std::vector<std::vector<std::byte>> reference;
   std::vector<std::byte> reference_order, reference_names;
@@ -224,6 +229,7 @@ TEST(H5adConvert, TilesIndependentOfSplitLayoutAndThreads) {
 }
 
 TEST(H5adConvert, NaturalOrderAndGeneOrderFromASubset) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   NEED_ANNDATA();
   TempDir root("h5ad-natural");
   fixture({"write", root.path().string(), "--cells", "330", "--genes", "20", "--splits", "11", "--seed", "2"});
@@ -244,6 +250,7 @@ TEST(H5adConvert, NaturalOrderAndGeneOrderFromASubset) {
 }
 
 TEST(TenxH5Convert, V3AndV2MatchTheSource) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   NEED_ANNDATA();
   TempDir root("tenx-v3");
   fixture({"tenx", root.path().string(), "--cells", "150", "--genes", "40", "--splits", "2", "--seed", "4"});
@@ -272,6 +279,7 @@ TEST(TenxH5Convert, V3AndV2MatchTheSource) {
 }
 
 TEST(H5adSource, CscBandsGiveTheSameRowsAtAnyBudget) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   NEED_ANNDATA();
   TempDir root("h5ad-band");
   fixture({"write", root.path().string(), "--cells", "200", "--genes", "30", "--splits", "2", "--layouts", "csc",
@@ -302,6 +310,7 @@ TEST(H5adSource, CscBandsGiveTheSameRowsAtAnyBudget) {
 // §10: the conformance dataset's source matrix, written as h5ad in every layout and split, converts
 // to a byte-identical dataset (libzstd 1.5.4); the manifest differs only in `metadata`.
 TEST(H5adConvert, ReproducesTheConformanceDataset) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   NEED_ANNDATA();
   const fs::path fixture_dir = tessera::testing::conformance_dir() / "deltacells";
   const fs::path expected = fixture_dir / "dataset_small";

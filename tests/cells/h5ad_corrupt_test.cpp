@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "anndata_support.hpp"
+#include "support/features.hpp"
 #include "support/testing.hpp"
 #include "tessera/cells/concat_source.hpp"
 #include "tessera/cells/csr_source.hpp"
@@ -124,6 +125,7 @@ for name in ('good_csr.h5ad', 'good_csc.h5ad', 'good_dense.h5ad'):
 )PY";
 
 TEST(H5adCorrupt, BrokenStructuresAreCleanErrorsNamingFileAndStructure) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   if (!have_anndata()) GTEST_SKIP() << "needs /usr/bin/python3 with anndata, h5py and scipy";
   TempDir root("h5ad-broken");
   const auto w = tessera::testing::run_python(kScript, {root.path().string()});
@@ -221,6 +223,7 @@ std::vector<std::pair<std::size_t, std::size_t>> read_ranges(const fs::path& fil
 // checks must catch: indptr order and range, index range, lengths, values), end in a tessera
 // error naming the file or a clean read.
 TEST(H5adCorrupt, TruncationsAndDamagedMatricesAreTesseraErrors) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   if (!have_anndata()) GTEST_SKIP() << "needs /usr/bin/python3 with anndata, h5py and scipy";
   TempDir root("h5ad-flips");
   const auto w = tessera::testing::run_python(kScript, {root.path().string()});
@@ -254,6 +257,7 @@ TEST(H5adCorrupt, TruncationsAndDamagedMatricesAreTesseraErrors) {
 // ends — too slow to test here). Every damaged file must end in exit 0, or exit 1 with one
 // `error:` line naming the file — never a signal.
 TEST(H5adCorrupt, ByteFlipsAnywhereNeverCrashTheConverter) {
+  TESSERA_REQUIRE_FEATURE(Hdf5);
   struct Flip {
     const char* seed;
     std::size_t at;

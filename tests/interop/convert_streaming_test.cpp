@@ -141,7 +141,7 @@ if pid == 0:
 _, status, usage = os.wait4(pid, 0)
 print(usage.ru_maxrss * 1024 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else -1)
 )";
-  std::vector<std::string> argv = {TESSERA_CLI_PATH};
+  std::vector<std::string> argv = {tessera::testing::cli_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   const auto run = testing::run_python(kMeasure, argv, {.env = env});
   if (run.rc != 0) return -1;

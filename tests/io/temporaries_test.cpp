@@ -86,15 +86,15 @@ struct Writer {
 };
 
 std::vector<std::string> synth_args(const fs::path& out, const fs::path&) {
-  return {TESSERA_CLI_PATH, "tet", "synth", out.string(), "--dataset", "t:f32:64x64:16x16:zstd:1"};
+  return {tessera::testing::cli_path(), "tet", "synth", out.string(), "--dataset", "t:f32:64x64:16x16:zstd:1"};
 }
 
 std::vector<std::string> convert_args(const fs::path& out, const fs::path& dir) {
-  return {TESSERA_CLI_PATH, "tet", "convert", (dir / "in.zarr").string(), out.string()};
+  return {tessera::testing::cli_path(), "tet", "convert", (dir / "in.zarr").string(), out.string()};
 }
 
 std::vector<std::string> cat_args(const fs::path& out, const fs::path&) {
-  return {TESSERA_CLI_PATH, "tet", "cat", testing::tet_fixture("sample.tet").string(), "temperature", "--out", out.string()};
+  return {tessera::testing::cli_path(), "tet", "cat", testing::tet_fixture("sample.tet").string(), "temperature", "--out", out.string()};
 }
 
 // Parameterised test names and failure messages show the writer's name.

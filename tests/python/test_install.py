@@ -90,3 +90,16 @@ def test_a_pkg_config_build_links_the_shared_library(prefix, expected, conforman
     binary = tmp_path / "consumer"
     run([shutil.which("g++") or "g++", "-std=c++20", "-O1", CONSUMER / "consumer.cpp", *flags, f"-Wl,-rpath,{libdir}", "-o", binary])
     assert consumer_output(binary, conformance) == expected
+
+
+def test_the_optional_features_are_components(prefix, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.25)\nproject(p LANGUAGES CXX)\n"
+        "find_package(tessera REQUIRED COMPONENTS tet hdf5 netcdf parquet png)\n"
+        'message(STATUS "tessera features: [${tessera_FEATURES}] parquet: ${tessera_WITH_PARQUET}")\n')
+    result = run(["cmake", "-S", project, "-B", tmp_path / "build", f"-DCMAKE_PREFIX_PATH={prefix}"])
+    assert "tessera features: [hdf5;netcdf;parquet;png] parquet: ON" in result.stdout, result.stdout
+    pc = next(prefix.glob("lib*/**/pkgconfig/tessera.pc")).read_text()
+    assert "\nfeatures=hdf5 netcdf parquet png\n" in pc, pc

@@ -43,7 +43,7 @@ std::string points_csv(std::uint64_t seed) {
 }
 
 std::vector<std::string> build_args(const fs::path& csv, const fs::path& store, bool overwrite) {
-  std::vector<std::string> a = {TESSERA_CLI_PATH, "ragged", "build", "--input", csv.string(), "--out", store.string(), "--value-col", "value",
+  std::vector<std::string> a = {tessera::testing::cli_path(), "ragged", "build", "--input", csv.string(), "--out", store.string(), "--value-col", "value",
                                 "--cell-order", "14", "--shard-order", "8", "--chunk-order", "11", "--stats", "--delta", "64"};
   if (overwrite) a.push_back("--overwrite");
   return a;

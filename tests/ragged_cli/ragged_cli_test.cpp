@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/features.hpp"
 #include "support/testing.hpp"
 
 namespace tessera {
@@ -141,6 +142,7 @@ TEST(RaggedTensors, JsonSummaryAndIncludedTensorsAgreeWithTheNpyFiles) {
 }
 
 TEST(RaggedTensors, PngHeatmapsDecodeToTheMaskColours) {
+  TESSERA_REQUIRE_FEATURE(Png);
   if (!testing::have_python_numpy()) GTEST_SKIP() << "no numpy";
   TempDir dir;
   run_json({"ragged", "tensors", strata_leaf().string(), "--field", "h_tdigest_signal", "--block-order", "4", "--png",

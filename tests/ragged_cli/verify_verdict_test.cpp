@@ -96,7 +96,7 @@ TEST_F(VerifyVerdict, DamagedShapeIsReportedNotHashed) {
   const auto open = text.find('[', at), close = text.find(']', at);
   text.replace(open, close - open + 1, "[4611686018427387904]");
   tessera::testing::write_file_text(meta, text);
-  const RunResult r = tessera::testing::run_process({"timeout", "120", TESSERA_CLI_PATH, "ragged", "verify", leaf.string()});
+  const RunResult r = tessera::testing::run_process({"timeout", "120", tessera::testing::cli_path(), "ragged", "verify", leaf.string()});
   EXPECT_EQ(r.rc, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("\"hashes\": \"not checked\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("must be a dense uint64 array of the payload's shape"), std::string::npos) << r.out;

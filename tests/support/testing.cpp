@@ -262,8 +262,10 @@ std::map<std::string, std::uint64_t> read_trace(const fs::path& path) {
   return passes;
 }
 
+std::string cli_path() { return TESSERA_CLI_PATH; }
+
 RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options) {
-  std::vector<std::string> argv{TESSERA_CLI_PATH};
+  std::vector<std::string> argv{cli_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv, options);
 }

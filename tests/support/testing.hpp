@@ -86,6 +86,9 @@ struct RunOptions {
 // Throws std::system_error when the program cannot be started.
 RunResult run_process(const std::vector<std::string>& argv, const RunOptions& options = {});
 
+// The tessera CLI built alongside the tests.
+std::string cli_path();
+
 // Runs the tessera CLI built alongside the tests.
 RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options = {});
 

@@ -90,7 +90,7 @@ TEST(DeclaredTileSize, OutOfMemoryIsALimitErrorNotABareBadAlloc) {
   const std::uint64_t size = std::uint64_t{512} << 20;
   const fs::path file = write_crafted(dir, size, size, size, zeros_frame(size));
   const RunResult r = tessera::testing::run_process(
-      {"prlimit", "--as=" + std::to_string(std::uint64_t{192} << 20), TESSERA_CLI_PATH, "tet", "query",
+      {"prlimit", "--as=" + std::to_string(std::uint64_t{192} << 20), tessera::testing::cli_path(), "tet", "query",
        R"({"dataset":"x","sum":[]})", "-t", file.string(), "-x", "-q"},
       {.env = {{"TESSERA_ERROR_KIND", "1"}}});
   EXPECT_EQ(r.rc, 1) << r.err;

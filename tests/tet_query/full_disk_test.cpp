@@ -21,7 +21,7 @@ using testing::RunResult;
 // Runs the CLI with `args` after mounting a 2 MiB tmpfs on `small_disk`, all in a new mount namespace.
 RunResult run_on_small_disk(const fs::path& small_disk, const std::vector<std::string>& args) {
   std::string command = "mount -t tmpfs -o size=2m tessera-test \"$0\" && exec \"$@\"";
-  std::vector<std::string> argv{"unshare", "-m", "sh", "-c", command, small_disk.string(), TESSERA_CLI_PATH};
+  std::vector<std::string> argv{"unshare", "-m", "sh", "-c", command, small_disk.string(), tessera::testing::cli_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   return testing::run_process(argv);
 }

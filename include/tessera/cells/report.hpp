@@ -50,7 +50,9 @@ class ObsVerifyError : public FormatError {
 // Fetches, checks (CRC, D1–D4) and decodes every tile in order, then checks gene_order.npy,
 // var_names.txt and var.parquet (P8) when flagged, and the obs sidecar (§6.10; failures as
 // ObsVerifyError). Throws the first error: TileCountMismatch (dataset.hpp) for D3,
-// which the CLI reports as `tile <i>: nonzero count differs from the manifest`.
+// which the CLI reports as `tile <i>: nonzero count differs from the manifest`. In a build
+// without Parquet support, a dataset with a var table or an obs sidecar cannot be verified
+// whole: FeatureUnavailable (core/feature.hpp) once the tiles have been checked.
 VerifyResult verify_dataset(Dataset& dataset, const VerifyOptions& options);
 
 }  // namespace tessera::cells

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "support/error_text.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::codec::json {
@@ -45,14 +46,7 @@ TEST(JsonValues, MemberIsNullForAbsentOrNonObjects) {
   EXPECT_EQ(member(parsed("[1]"), "a"), nullptr);
 }
 
-std::string failure_of(const auto& read) {
-  try {
-    read();
-  } catch (const FormatError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+auto failure_of(const auto& read) { return testing::what_of<FormatError>(read); }
 
 TEST(JsonFields, ErrorsNamePathStructureAndMember) {
   const Json doc = parsed(R"({"spec": "x", "order": 30, "n": -1, "big": 9223372036854775808})");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.hpp"
+#include "support/error_text.hpp"
 #include "support/testing.hpp"
 #include "tessera/codec/checksum.hpp"
 #include "tessera/codec/json.hpp"
@@ -69,14 +70,7 @@ TEST(ZarrShardIndex, WorkedExampleCrcOfTheTdigestShard) {
   EXPECT_EQ(hex(std::span(count).last(4)), "fb08f406");
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const FormatError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return testing::what_of<FormatError>(f); }
 
 TEST(ZarrShardIndex, IndexLevelRules) {
   const std::vector<ShardIndexEntry> entries{{0, 4}, ShardIndexEntry::absent()};

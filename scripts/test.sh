@@ -6,7 +6,7 @@
 #   stage 2: clang build with address+undefined sanitizers, every ctest test again,
 #            then a ~5 s libFuzzer smoke run of each fuzz target (scripts/fuzz.sh fuzzes for real).
 # Stops at the first failure. The last line is always `N passed, N failed, N skipped`, counting
-# ctest tests of both stages, the Python tests, one for the layer check, one for the install
+# ctest tests of both stages, the Python tests, one each for the layer and format checks, one for the install
 # check, one for the chaos smoke and one per fuzz target;
 # a failing configure or build step counts as one failure. A test that skipped itself (a missing
 # optional component, or the conformance identity check on a clone without ../shared) is never
@@ -203,12 +203,20 @@ if [ ! -d "$ROOT/tests/remote/node/node_modules" ]; then
 fi
 
 # The house rules that need no build: the layer order of includes and the layer table of
-# docs/design.md (scripts/check_layers.py), counted as one test.
+# docs/design.md (scripts/check_layers.py), and the C++ layout of .clang-format
+# (scripts/check_format.py), each counted as one test.
 section "house checks"
 STEP="layer check"
 if /usr/bin/python3 "$ROOT/scripts/check_layers.py"; then
   PASSED=$((PASSED + 1))
   echo "layer check: every include follows the layer order; docs/design.md lists every file"
+else
+  FAILED=$((FAILED + 1))
+  exit 1
+fi
+STEP="format check"
+if /usr/bin/python3 "$ROOT/scripts/check_format.py"; then
+  PASSED=$((PASSED + 1))
 else
   FAILED=$((FAILED + 1))
   exit 1

@@ -117,7 +117,8 @@ Args parse_args(int argc, char** argv) {
     if (arg == "--data-dir") a.data_dir = next();
     else if (arg == "--repeat") a.repeat = std::max(1, std::stoi(next()));
     else if (arg == "--batches") a.batches = std::max(1, std::stoi(next()));
-    else throw UsageError("unknown argument " + arg + " (usage: bench_cells --data-dir DIR [--repeat R] [--batches B])");
+    else
+      throw UsageError("unknown argument " + arg + " (usage: bench_cells --data-dir DIR [--repeat R] [--batches B])");
   }
   if (a.data_dir.empty()) throw UsageError("--data-dir is required");
   return a;
@@ -186,7 +187,8 @@ fs::path prepare(const fs::path& dir) {
       m.tile_bytes.push_back(t.size());
     }
     const std::string text = m.serialize();
-    io::write_file_atomic((ds / "manifest.json").string(), {reinterpret_cast<const std::byte*>(text.data()), text.size()});
+    io::write_file_atomic((ds / "manifest.json").string(),
+                          {reinterpret_cast<const std::byte*>(text.data()), text.size()});
   }
   return ds;
 }
@@ -194,7 +196,8 @@ fs::path prepare(const fs::path& dir) {
 // The median over rounds of x[i] / y[i] · scale[i] (scale empty: 1).
 double ratio(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& scale = {}) {
   std::vector<double> r;
-  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) r.push_back(x[i] / y[i] * (scale.empty() ? 1 : scale[i]));
+  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i)
+    r.push_back(x[i] / y[i] * (scale.empty() ? 1 : scale[i]));
   return median(r);
 }
 
@@ -209,8 +212,8 @@ int run(const Args& args) {
   std::vector<cells::WideCount> wide_counts;
   std::vector<std::byte> scratch(tile.max_chunk_nnz() * 4 + 64);
   const auto bytes = tile.bytes();
-  const cells::OpenOptions open_options{.max_cached_tiles = 2, .max_prefetch_tiles = 4, .io_threads = 1,
-                                        .decode_threads = 1};
+  const cells::OpenOptions open_options{
+      .max_cached_tiles = 2, .max_prefetch_tiles = 4, .io_threads = 1, .decode_threads = 1};
   auto ds = cells::Dataset::open(ds_path.string(), open_options);
   cells::OpenOptions wide_options = open_options;
   wide_options.narrow_tiles = false;
@@ -222,7 +225,7 @@ int run(const Args& args) {
   std::vector<std::int64_t> shuffled_cells = tile_cells;
   std::shuffle(shuffled_cells.begin(), shuffled_cells.end(), std::mt19937_64(3));
   cells::SparseBatch gathered;
-  std::vector<double> a_epoch;  // (a) of each epoch round, the reference of its epoch ratios
+  std::vector<double> a_epoch;                             // (a) of each epoch round, the reference of its epoch ratios
   std::vector<double> d_cells, w_cells, g_cells, e_cells;  // per-round cell counts
   std::uint64_t epoch_cells = 0, epoch_nnz = 0, last_nnz = 0, tiles_per_round = 0;
   const std::string load_before = load_average();
@@ -259,7 +262,8 @@ int run(const Args& args) {
         for (const cells::FrameRef* fr : {&ch.gaps, &ch.vals})
           codec::zstd_decompress_into(bytes.subspan(fr->off, fr->len), std::span(scratch).first(2 * ch.n()));
         for (const cells::FrameRef* fr : {&ch.vexc, &ch.gexc})
-          if (fr->len != 0) (void)codec::zstd_decompress_capped(bytes.subspan(fr->off, fr->len), std::uint64_t{1} << 30);
+          if (fr->len != 0)
+            (void)codec::zstd_decompress_capped(bytes.subspan(fr->off, fr->len), std::uint64_t{1} << 30);
       }
     });
     c.time([&] { tile.decode(indices, values, {.threads = 2}); });
@@ -318,12 +322,13 @@ int run(const Args& args) {
   line("(i) gather a decoded tile, int32", gather_in_order[1], cells_n, nz);
   line("    the same, shuffled cells", gather_shuffled[1], cells_n, nz);
   const cells::DatasetStats st = ds->stats();
-  std::printf("    epochs, all rounds: %llu tiles fetched (%.2f s, %.2f s stalled), %llu decoded (%.2f s, %llu cache hits);"
-              " %llu tiles decoded for the %llu cells of the last (d) round\n",
-              static_cast<unsigned long long>(st.tiles_fetched), st.fetch_seconds, st.stall_seconds,
-              static_cast<unsigned long long>(st.tiles_decoded), st.decode_seconds,
-              static_cast<unsigned long long>(st.decoded_cache_hits), static_cast<unsigned long long>(tiles_per_round),
-              static_cast<unsigned long long>(epoch_cells));
+  std::printf(
+      "    epochs, all rounds: %llu tiles fetched (%.2f s, %.2f s stalled), %llu decoded (%.2f s, %llu cache hits);"
+      " %llu tiles decoded for the %llu cells of the last (d) round\n",
+      static_cast<unsigned long long>(st.tiles_fetched), st.fetch_seconds, st.stall_seconds,
+      static_cast<unsigned long long>(st.tiles_decoded), st.decode_seconds,
+      static_cast<unsigned long long>(st.decoded_cache_hits), static_cast<unsigned long long>(tiles_per_round),
+      static_cast<unsigned long long>(epoch_cells));
   std::vector<double> b_plus_f;
   for (std::size_t i = 0; i < b.wall.size(); ++i) b_plus_f.push_back(b.wall[i] + f.wall[i]);
   std::printf("per-round ratios, medians:\n");

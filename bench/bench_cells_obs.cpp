@@ -141,11 +141,12 @@ int run(const Args& a) {
   const double localize_s = bench::seconds_since(t0);
   std::printf("obs: %llu cells, %zu columns, %zu shards, %.1f MB\n", static_cast<unsigned long long>(manifest.n_cells),
               obs.columns().size(), manifest.obs_shard_bytes.size(), static_cast<double>(shard_bytes) / 1e6);
-  std::printf("(a) localize %zu of %zu columns: %.2f MB read in %llu GETs = %.2f %% of the shard bytes (target <= 10 %%), "
-              "%.3f s\n",
-              fetched.size(), obs.columns().size(), static_cast<double>(counting->bytes()) / 1e6,
-              static_cast<unsigned long long>(counting->gets()),
-              100.0 * static_cast<double>(counting->bytes()) / static_cast<double>(shard_bytes), localize_s);
+  std::printf(
+      "(a) localize %zu of %zu columns: %.2f MB read in %llu GETs = %.2f %% of the shard bytes (target <= 10 %%), "
+      "%.3f s\n",
+      fetched.size(), obs.columns().size(), static_cast<double>(counting->bytes()) / 1e6,
+      static_cast<unsigned long long>(counting->gets()),
+      100.0 * static_cast<double>(counting->bytes()) / static_cast<double>(shard_bytes), localize_s);
 
   std::mt19937_64 rng(7);
   std::vector<std::int64_t> cells(5000);
@@ -161,9 +162,10 @@ int run(const Args& a) {
     return bench::median(times) * 1e3;
   };
   (void)obs.take(cells, wanted);  // maps the files once
-  std::printf("(b) take 5,000 random cells, median of %d: categorical %.3f ms (target <= 1 ms), numeric %.3f ms, "
-              "bool %.3f ms, all three %.3f ms\n",
-              a.repeat, time_take({"cat_4"}), time_take({"num_0"}), time_take({"flag_1"}), time_take(wanted));
+  std::printf(
+      "(b) take 5,000 random cells, median of %d: categorical %.3f ms (target <= 1 ms), numeric %.3f ms, "
+      "bool %.3f ms, all three %.3f ms\n",
+      a.repeat, time_take({"cat_4"}), time_take({"num_0"}), time_take({"flag_1"}), time_take(wanted));
   obs.localize(std::vector<std::string>{"text_0"});
   std::printf("    string column (unique barcodes): %.3f ms\n", time_take({"text_0"}));
   std::printf("    four kinds at once (categorical, numeric, bool, string): %.3f ms (target <= 20 ms)\n",

@@ -50,7 +50,7 @@ namespace fs = std::filesystem;
 namespace ragged = tessera::ragged;
 namespace zarr = tessera::zarr;
 
-constexpr std::uint64_t kCells = std::uint64_t{1} << 20;      // 4^(19 − 9)
+constexpr std::uint64_t kCells = std::uint64_t{1} << 20;       // 4^(19 − 9)
 constexpr std::uint64_t kChunkCells = std::uint64_t{1} << 12;  // 4^(19 − 13)
 const std::string kField = "19/h_tdigest";
 
@@ -84,7 +84,9 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--repeat") a.repeat = std::stoi(next());
     else if (arg == "--threads") a.threads = std::stoi(next());
     else if (arg == "--cells") a.cells = std::stoi(next());
-    else throw tessera::UsageError("unknown argument " + arg + " (usage: bench_ragged --data-dir DIR [--repeat R] [--threads T] [--cells N])");
+    else
+      throw tessera::UsageError("unknown argument " + arg +
+                                " (usage: bench_ragged --data-dir DIR [--repeat R] [--threads T] [--cells N])");
   }
   if (a.data_dir.empty()) throw tessera::UsageError("--data-dir is required");
   return a;
@@ -139,7 +141,9 @@ int run(const Args& args) {
     sweep_cpu.push_back(cpu_seconds() - c0);
 
     t0 = std::chrono::steady_clock::now();
-    arena.execute([&] { field.read_tensors(options, [&](ragged::TensorBlock&& b) { const ragged::TensorBlock kept = std::move(b); }); });
+    arena.execute([&] {
+      field.read_tensors(options, [&](ragged::TensorBlock&& b) { const ragged::TensorBlock kept = std::move(b); });
+    });
     keep.push_back(seconds_since(t0));
 
     t0 = std::chrono::steady_clock::now();
@@ -188,7 +192,8 @@ int run(const Args& args) {
               populated.size() / b, payload_bytes / 1048576.0 / b, median(zstd_cpu));
   std::printf("(c) read_cell (warm)        %8.1f us\n", c * 1e6);
   std::printf("(d) index + chunk + zstd    %8.1f us\n", d * 1e6);
-  std::printf("sweep throughput / zstd-only throughput (b/a): %.2f   (target >= 0.50; b/a' %.2f)\n", b / a, b / median(keep));
+  std::printf("sweep throughput / zstd-only throughput (b/a): %.2f   (target >= 0.50; b/a' %.2f)\n", b / a,
+              b / median(keep));
   std::printf("read_cell / bare two reads (c/d):              %.2f   (target <= 1.20)\n", c / d);
   return 0;
 }

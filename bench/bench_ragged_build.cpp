@@ -70,9 +70,10 @@ struct Run {
 Run run_build(const std::string& cli, const fs::path& input, const fs::path& out, unsigned threads) {
   fs::remove_all(out);
   const fs::path report = out.string() + ".json";
-  const std::vector<std::string> args = {cli, "ragged", "build", "--input", input.string(), "--out", out.string(), "--value-col", "value",
-                                         "--cell-order", "19", "--shard-order", "9", "--chunk-order", "13", "--delta", "8192",
-                                         "--threads", std::to_string(threads)};
+  const std::vector<std::string> args = {
+      cli,           "ragged",  "build",        "--input",   input.string(),         "--out", out.string(),
+      "--value-col", "value",   "--cell-order", "19",        "--shard-order",        "9",     "--chunk-order",
+      "13",          "--delta", "8192",         "--threads", std::to_string(threads)};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, report.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -81,7 +82,8 @@ Run run_build(const std::string& cli, const fs::path& input, const fs::path& out
   argv.push_back(nullptr);
   const auto t0 = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  if (posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv.data(), environ) != 0) throw tessera::IoError("cannot start", cli);
+  if (posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv.data(), environ) != 0)
+    throw tessera::IoError("cannot start", cli);
   posix_spawn_file_actions_destroy(&actions);
   int status = 0;
   rusage usage{};
@@ -91,7 +93,8 @@ Run run_build(const std::string& cli, const fs::path& input, const fs::path& out
   r.max_rss_kib = usage.ru_maxrss;
   r.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                   static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw tessera::Error("tessera ragged build failed (status " + std::to_string(status) + ")");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw tessera::Error("tessera ragged build failed (status " + std::to_string(status) + ")");
   std::FILE* f = std::fopen(report.c_str(), "rb");
   char buf[4096];
   std::size_t got = 0;
@@ -115,7 +118,8 @@ int main(int argc, char** argv) {
       else if (flag == "--repeat") repeat = std::stoi(argv[i + 1]);
       else throw tessera::UsageError("unknown flag " + flag);
     }
-    if (data_dir.empty() || cli.empty()) throw tessera::UsageError("usage: bench_ragged_build --data-dir DIR --cli PATH [--points N] [--repeat R]");
+    if (data_dir.empty() || cli.empty())
+      throw tessera::UsageError("usage: bench_ragged_build --data-dir DIR --cli PATH [--points N] [--repeat R]");
     const fs::path input = fs::path(data_dir) / ("ragged-build-input-" + std::to_string(points));
     if (!fs::exists(input / "value.npy")) {
       std::printf("generating %llu points into %s\n", static_cast<unsigned long long>(points), input.c_str());
@@ -160,10 +164,10 @@ int main(int argc, char** argv) {
     const double n = static_cast<double>(points);
     std::printf("ragged build: %llu points, %zu shards (order 9), %llu cells with data (order 19), delta 8192\n",
                 static_cast<unsigned long long>(points), doc["leaves"].size(), static_cast<unsigned long long>(cells));
-    std::printf("  1 thread : %8.2f s  %12.0f points/s  cpu %7.2f s  peak RSS %7.1f MiB\n", s1, n / s1, tessera::bench::median(c1),
-                rss1 / 1024.0);
-    std::printf("  2 threads: %8.2f s  %12.0f points/s  cpu %7.2f s  peak RSS %7.1f MiB\n", s2, n / s2, tessera::bench::median(c2),
-                rss2 / 1024.0);
+    std::printf("  1 thread : %8.2f s  %12.0f points/s  cpu %7.2f s  peak RSS %7.1f MiB\n", s1, n / s1,
+                tessera::bench::median(c1), rss1 / 1024.0);
+    std::printf("  2 threads: %8.2f s  %12.0f points/s  cpu %7.2f s  peak RSS %7.1f MiB\n", s2, n / s2,
+                tessera::bench::median(c2), rss2 / 1024.0);
     std::printf("  speed-up : %.2fx\n", s1 / s2);
     std::printf("  largest shard: %llu points (%.1f MiB of spilled rows at 16 bytes each)\n",
                 static_cast<unsigned long long>(largest), static_cast<double>(largest) * 16 / (1 << 20));

@@ -201,7 +201,8 @@ double cpu_seconds() {
 // of one run are measured side by side.
 void print_load(const char* when) {
   double load[3] = {0, 0, 0};
-  if (getloadavg(load, 3) == 3) std::printf("load average at the %s: %.2f %.2f %.2f\n", when, load[0], load[1], load[2]);
+  if (getloadavg(load, 3) == 3)
+    std::printf("load average at the %s: %.2f %.2f %.2f\n", when, load[0], load[1], load[2]);
 }
 
 struct Stats {
@@ -215,8 +216,8 @@ Stats stats(std::vector<double> v) {
 int run(const Args& args) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   fs::create_directories(args.out_dir);
-  std::printf("tet-convert: %d round(s), convert --jobs %u, libhdf5 read on %d thread(s), output in %s\n",
-              args.repeat, args.jobs, args.read_threads, args.out_dir.c_str());
+  std::printf("tet-convert: %d round(s), convert --jobs %u, libhdf5 read on %d thread(s), output in %s\n", args.repeat,
+              args.jobs, args.read_threads, args.out_dir.c_str());
   print_load("start");
   std::printf("\n");
   std::printf("%-10s %-34s %12s %22s %10s\n", "input", "pass", "median MB/s", "min … max", "CPU s");

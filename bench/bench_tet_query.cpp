@@ -213,7 +213,8 @@ int unzstd(const Args& args, const tet::TetFile& file, const tet::Dataset& ds) {
     std::uint64_t mine = 0;
     for (std::size_t k; (k = next.fetch_add(1)) < entries.size();) {
       const auto& e = entries[k];
-      const std::size_t n = ZSTD_decompressDCtx(ctx, out.get(), largest, map.data() + e.payload_offset, e.stored_byte_len);
+      const std::size_t n =
+          ZSTD_decompressDCtx(ctx, out.get(), largest, map.data() + e.payload_offset, e.stored_byte_len);
       if (ZSTD_isError(n) || n != e.raw_byte_len) failed = true;
       mine += n;
     }

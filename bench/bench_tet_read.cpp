@@ -58,8 +58,10 @@ struct Args {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr, "bench_tet_read: %s\nusage: bench_tet_read --data-dir DIR [--size-gib N] [--repeat R] "
-                       "[--threads T] [--no-cli]\n", why.c_str());
+  std::fprintf(stderr,
+               "bench_tet_read: %s\nusage: bench_tet_read --data-dir DIR [--size-gib N] [--repeat R] "
+               "[--threads T] [--no-cli]\n",
+               why.c_str());
   std::exit(2);
 }
 
@@ -199,7 +201,8 @@ fs::path write_frames(const tet::TetFile& file, const fs::path& path) {
   const std::uint64_t end = entries.back().payload_offset + entries.back().stored_byte_len;
   if (fs::exists(path) && fs::file_size(path) == end - begin) return path;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(file.source().view(begin, end - begin)), static_cast<std::streamsize>(end - begin));
+  out.write(reinterpret_cast<const char*>(file.source().view(begin, end - begin)),
+            static_cast<std::streamsize>(end - begin));
   if (!out) throw std::runtime_error("cannot write " + path.string());
   return path;
 }
@@ -266,9 +269,9 @@ int run(const Args& args) {
          for_each_chunk(arena, chunks, [&](std::size_t i) {
            const auto& e = zst_entries[i];
            ZSTD_DCtx* ctx = dctx[static_cast<std::size_t>(tbb::this_task_arena::current_thread_index())];
-           const std::size_t n = ZSTD_decompressDCtx(ctx, dst.get() + offsets[i], e.raw_byte_len,
-                                                     zst.source().view(e.payload_offset, e.stored_byte_len),
-                                                     e.stored_byte_len);
+           const std::size_t n =
+               ZSTD_decompressDCtx(ctx, dst.get() + offsets[i], e.raw_byte_len,
+                                   zst.source().view(e.payload_offset, e.stored_byte_len), e.stored_byte_len);
            if (ZSTD_isError(n) || n != e.raw_byte_len) throw std::runtime_error("zstd frame failed to decode");
          });
        },
@@ -284,10 +287,11 @@ int run(const Args& args) {
   sink += std::to_integer<unsigned>(dst[bytes / 2]);
 
   const auto& ds = raw.datasets().at(0);
-  std::printf("\ntet-read: f32 %llux1024x1024 = %.2f GiB, %zu chunks of %.1f MiB (16x256x256), %d threads, "
-              "median of %d passes\n",
-              static_cast<unsigned long long>(ds.shape[0]), static_cast<double>(bytes) / (1ull << 30), chunks,
-              static_cast<double>(raw_entries.front().raw_byte_len) / (1 << 20), args.threads, args.repeat);
+  std::printf(
+      "\ntet-read: f32 %llux1024x1024 = %.2f GiB, %zu chunks of %.1f MiB (16x256x256), %d threads, "
+      "median of %d passes\n",
+      static_cast<unsigned long long>(ds.shape[0]), static_cast<double>(bytes) / (1ull << 30), chunks,
+      static_cast<double>(raw_entries.front().raw_byte_len) / (1 << 20), args.threads, args.repeat);
   std::printf("zstd level 3 file: %.3f of raw size; everything from the page cache into one pre-faulted buffer\n\n",
               static_cast<double>(stored) / static_cast<double>(bytes));
   std::printf("  %-44s %7s   %s\n", "measurement", "GB/s", "(min .. max)");
@@ -299,7 +303,8 @@ int run(const Args& args) {
   print_ratio("b/a (raw decode vs memcpy)", raw_t.median / memcpy_t.median, 0.80);
   print_ratio("b/a' (raw decode vs per-chunk memcpy)", raw_t.median / chunked_memcpy_t.median, 0.80);
   print_ratio("d/c (zstd decode vs bare libzstd)", tet_zstd_t.median / zstd_t.median, 0.85);
-  if (cli > 0) std::printf("  %-44s %7.2f   (context: one thread, whole process)\n", "zstd -d CLI, concatenated frames", cli);
+  if (cli > 0)
+    std::printf("  %-44s %7.2f   (context: one thread, whole process)\n", "zstd -d CLI, concatenated frames", cli);
   std::printf("\n(checksum %llu)\n", static_cast<unsigned long long>(sink));
   return 0;
 }

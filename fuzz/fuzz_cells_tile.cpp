@@ -28,8 +28,8 @@ struct CellsReaderInconsistency {
 
 // Returns true when the tile parsed and decoded; throws whatever the reader throws.
 inline bool exercise_cells_tile(std::span<const std::byte> bytes, bool verify_crc) {
-  const cells::Tile tile = cells::Tile::parse(std::vector<std::byte>(bytes.begin(), bytes.end()), "<fuzz>",
-                                              {.verify_crc = verify_crc});
+  const cells::Tile tile =
+      cells::Tile::parse(std::vector<std::byte>(bytes.begin(), bytes.end()), "<fuzz>", {.verify_crc = verify_crc});
   if (tile.nnz() > kMaxTileNnz) return false;
   const auto nnz = static_cast<std::size_t>(tile.nnz());
   std::vector<std::int32_t> indices(nnz), values(nnz), indices2(nnz);
@@ -67,8 +67,8 @@ inline bool exercise_cells_tile(std::span<const std::byte> bytes, bool verify_cr
       if (genes16[i] != static_cast<std::uint16_t>(indices[i]) ||
           counts16[i] != (is_wide ? 65535 : static_cast<std::uint16_t>(values[i])))
         throw CellsReaderInconsistency{"narrow decode differs from the int32 decode"};
-      if (is_wide && (w >= wide.size() || wide[w].position != i ||
-                      wide[w++].count != static_cast<std::uint32_t>(values[i])))
+      if (is_wide &&
+          (w >= wide.size() || wide[w].position != i || wide[w++].count != static_cast<std::uint32_t>(values[i])))
         throw CellsReaderInconsistency{"narrow decode lists other wide counts"};
     }
     if (w != wide.size()) throw CellsReaderInconsistency{"narrow decode lists other wide counts"};

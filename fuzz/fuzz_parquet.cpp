@@ -40,8 +40,8 @@ inline void exercise_parquet(std::span<const std::byte> bytes) {
   static constexpr struct {
     int physical;
     columnar::ColumnType type;
-  } kColumns[] = {{0, columnar::ColumnType::Bool},   {1, columnar::ColumnType::Int32},  {1, columnar::ColumnType::Int8},
-                  {1, columnar::ColumnType::UInt16}, {2, columnar::ColumnType::Int64},  {4, columnar::ColumnType::Float},
+  } kColumns[] = {{0, columnar::ColumnType::Bool},   {1, columnar::ColumnType::Int32}, {1, columnar::ColumnType::Int8},
+                  {1, columnar::ColumnType::UInt16}, {2, columnar::ColumnType::Int64}, {4, columnar::ColumnType::Float},
                   {5, columnar::ColumnType::Double}, {6, columnar::ColumnType::String}};
   const auto selector = static_cast<unsigned>(bytes[0]);
   const auto codec_rows = static_cast<unsigned>(bytes[1]);
@@ -55,8 +55,7 @@ inline void exercise_parquet(std::span<const std::byte> bytes) {
   info.codec = kCodecs[codec_rows % 4];
   const std::uint64_t rows = codec_rows / 4;
   try {
-    columnar::decode_column_chunk(bytes.subspan(2), column, info, rows, limits, "fuzz.parquet", "chunk")
-        .check_shape();
+    columnar::decode_column_chunk(bytes.subspan(2), column, info, rows, limits, "fuzz.parquet", "chunk").check_shape();
   } catch (const Error&) {
   }
 }

@@ -64,7 +64,8 @@ inline void exercise_ragged_reads(const io::Store& store, const std::string& fie
   attempt([&] { f->read_raw_values(); });
   attempt([&] {
     for (const auto& c : f->read_locations())
-      if (f->cell_index(c.chunk_id, c.row, c.col) != c.index) throw RaggedInconsistency{"cell_index disagrees with the sweep"};
+      if (f->cell_index(c.chunk_id, c.row, c.col) != c.index)
+        throw RaggedInconsistency{"cell_index disagrees with the sweep"};
   });
   attempt([&] { f->read_times(); });
   attempt([&] { ragged::has_exact_occupancy(store); });
@@ -77,8 +78,12 @@ inline void exercise_ragged_reads(const io::Store& store, const std::string& fie
 inline io::MemoryStore& ragged_leaf_template() {
   static io::MemoryStore* store = [] {
     auto* s = new io::MemoryStore("fuzz-leaf/1/1/2/1/3/11213.zarr");
-    const auto text = [](std::string_view t) { return std::span<const std::byte>(reinterpret_cast<const std::byte*>(t.data()), t.size()); };
-    s->put("zarr.json", text(R"({"attributes": {"morton_hive_commit": {"spec": "morton-hive/1", "complete": true, "cells_with_data": 4,
+    const auto text = [](std::string_view t) {
+      return std::span<const std::byte>(reinterpret_cast<const std::byte*>(t.data()), t.size());
+    };
+    s->put(
+        "zarr.json",
+        text(R"({"attributes": {"morton_hive_commit": {"spec": "morton-hive/1", "complete": true, "cells_with_data": 4,
       "coverage": {"spec": "morton-moc/1", "box": ["112131", "1121322", "1121344", null], "cell_order": 6, "source": "worker",
       "encoding": "bitmap", "sidecar": "coverage.moc", "nbytes": 11, "raw_nbytes": 2}}}, "zarr_format": 3, "node_type": "group"})"));
     const std::vector<std::byte> bitmap{std::byte{0xa4}, std::byte{0x01}};
@@ -105,7 +110,8 @@ inline io::MemoryStore& ragged_leaf_template() {
     vlen.attributes = codec::json::Json::parse(
         R"({"ragged": {"spec": "zagg-ragged/1", "element": {"dtype": "float32", "shape": [-1, 2]}, "locations": "h_tdigest_locations"}})");
     zarr::ArrayWriter(*s, "6/h_tdigest", vlen).write_metadata();
-    vlen.attributes = codec::json::Json::parse(R"({"ragged": {"spec": "zagg-ragged/1", "element": {"dtype": "uint64", "shape": [-1]}}})");
+    vlen.attributes = codec::json::Json::parse(
+        R"({"ragged": {"spec": "zagg-ragged/1", "element": {"dtype": "uint64", "shape": [-1]}}})");
     zarr::ArrayWriter(*s, "6/h_tdigest_locations", vlen).write_metadata();
     return s;
   }();
@@ -134,7 +140,8 @@ inline void exercise_tdigest_kernels(std::span<const std::byte> payload) {
     if (!(c >= 0) || !std::isfinite(c)) throw RaggedInconsistency{"a bin count is negative or not finite"};
     sum += c;
   }
-  if (std::isfinite(total) && sum > total * (1 + 1e-9) + 1e-9) throw RaggedInconsistency{"bins hold more weight than the digest"};
+  if (std::isfinite(total) && sum > total * (1 + 1e-9) + 1e-9)
+    throw RaggedInconsistency{"bins hold more weight than the digest"};
 }
 
 inline void exercise_ragged_payload(std::span<const std::byte> bytes) {

@@ -41,7 +41,8 @@ struct Scratch {
     file = root / "data" / "f.tet";
     fs::create_directories(file.parent_path());
     tet::TetWriter writer(file.string());
-    const auto a = writer.add_dataset({.name = "a", .dtype = tessera::DType::F32, .shape = {6, 5}, .chunk_shape = {4, 2}});
+    const auto a =
+        writer.add_dataset({.name = "a", .dtype = tessera::DType::F32, .shape = {6, 5}, .chunk_shape = {4, 2}});
     const auto b = writer.add_dataset(
         {.name = "b", .dtype = tessera::DType::I16, .shape = {9}, .chunk_shape = {4}, .codec = tet::Codec::Zstd});
     std::vector<float> av(30);

@@ -53,7 +53,8 @@ class StopSignals {
   static std::string name() { return g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM"; }
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 std::string mb(std::uint64_t bytes) { return cells::format_fixed(static_cast<double>(bytes) / 1e6, 1); }
@@ -74,9 +75,11 @@ std::shared_ptr<const cells::ObsWriteInput> build_obs(const ConvertArgs& a, cons
     if (a.no_obs_names) continue;
     for (const auto& c : tables[f].columns)
       if (c.name == "obs_names")
-        throw UsageError(in.paths[f] + ": obs already has a column named 'obs_names'; pass --no-obs-names to keep it "
+        throw UsageError(in.paths[f] +
+                         ": obs already has a column named 'obs_names'; pass --no-obs-names to keep it "
                          "and not store the cell names");
-    cells::InputObsColumn names{"obs_names", cells::ObsKind::String, columnar::Column(columnar::ColumnType::String), {}};
+    cells::InputObsColumn names{
+        "obs_names", cells::ObsKind::String, columnar::Column(columnar::ColumnType::String), {}};
     for (const auto& n : in.obs_names[f]) names.values.append_string(n);
     tables[f].columns.push_back(std::move(names));
   }
@@ -250,7 +253,8 @@ void register_cells_convert(CLI::App& cells, int& rc) {
   h5ad->excludes(tenx_h5)->excludes(tenx_mtx);
   tenx_h5->excludes(tenx_mtx);
   cmd->add_option("--output", a->output, "output dataset directory")->required();
-  cmd->add_option("--format-version", a->format_version, "deltacells format version (1 or 2)")->check(CLI::IsMember({1, 2}));
+  cmd->add_option("--format-version", a->format_version, "deltacells format version (1 or 2)")
+      ->check(CLI::IsMember({1, 2}));
   cmd->add_option("--tile-size", a->tile_size, "cells per tile")->check(integer_at_least(1));
   cmd->add_option("--chunks", a->chunks, "chunks per tile")->check(integer_at_least(1));
   cmd->add_option("--level", a->level, "zstd level")->check(CLI::Range(-131072, 22));

@@ -42,10 +42,10 @@ struct ConvertArgs {
 // Every input of one conversion, scanned: the files in order, their cell counts, the gene names
 // (checked identical across files) and how to open the matrix of any file.
 struct ConvertInput {
-  std::string source;                  // "h5ad", "10x-h5" or "10x-mtx" (manifest metadata)
-  std::string x_source;                // "layers/NAME" or "raw/X" (h5ad), else empty
+  std::string source;    // "h5ad", "10x-h5" or "10x-mtx" (manifest metadata)
+  std::string x_source;  // "layers/NAME" or "raw/X" (h5ad), else empty
   std::vector<std::string> paths;
-  std::vector<std::uint64_t> cells;    // per file
+  std::vector<std::uint64_t> cells;  // per file
   std::uint64_t n_genes = 0;
   std::uint64_t entries = 0;           // stored entries of every file (dense: cells × genes)
   std::vector<std::string> var_names;  // the first file's, in source column order
@@ -83,8 +83,8 @@ struct H5adTablesRequest {
 };
 struct H5adInputScan {
   interop::H5adScan scan;
-  std::optional<interop::H5adObs> obs;     // with request.obs
-  std::shared_ptr<cells::VarTable> var;    // with request.var
+  std::optional<interop::H5adObs> obs;   // with request.obs
+  std::shared_ptr<cells::VarTable> var;  // with request.var
 };
 H5adInputScan scan_h5ad_input_isolated(const std::string& path, const interop::H5adOptions& options,
                                        const H5adTablesRequest& request);

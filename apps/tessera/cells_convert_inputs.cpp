@@ -55,7 +55,8 @@ std::string join_path(const std::string& acc, const std::string& name) {
 
 // Python's glob.glob(pattern, recursive=True) from component `i` on: `*`, `?` and `[…]` never
 // match a leading '.', and a `**` component matches zero or more directories (and, last, files).
-void glob_from(const std::string& acc, const std::vector<std::string>& parts, std::size_t i, std::vector<std::string>& out) {
+void glob_from(const std::string& acc, const std::vector<std::string>& parts, std::size_t i,
+               std::vector<std::string>& out) {
   namespace fs = std::filesystem;
   if (i == parts.size()) {
     out.push_back(acc);
@@ -147,7 +148,9 @@ ConvertInput scan_mtx(const ConvertArgs& a, const std::vector<std::string>& path
     d.gene_ids = d.gene_symbols = d.feature_types = d.barcodes = {};  // the matrix source needs none of them
     dirs->push_back(std::move(d));
   }
-  in.open = [dirs](std::size_t f) -> std::unique_ptr<cells::CsrBlockSource> { return cells::open_mtx_matrix((*dirs)[f]); };
+  in.open = [dirs](std::size_t f) -> std::unique_ptr<cells::CsrBlockSource> {
+    return cells::open_mtx_matrix((*dirs)[f]);
+  };
   return in;
 }
 
@@ -277,7 +280,6 @@ std::vector<std::size_t> gene_order_files(std::size_t n, std::uint64_t k) {
   return out;
 }
 
-
 ConvertInput scan_inputs(const ConvertArgs& a, const std::vector<std::string>& paths) {
   if (!a.tenx_mtx.empty()) return scan_mtx(a, paths);
   if (!a.tenx_h5.empty()) return scan_tenx_h5(a, paths);
@@ -293,7 +295,8 @@ unsigned default_workers(std::uint64_t n_tiles, std::uint64_t entries_per_tile) 
   std::uint64_t w = std::min<std::uint64_t>(cores, std::max<std::uint64_t>(1, n_tiles));
   if (const std::uint64_t available = available_memory(); available > 0) {
     const double per_tile = static_cast<double>(kBase) + static_cast<double>(entries_per_tile) * kBytesPerEntry;
-    w = std::min<std::uint64_t>(w, static_cast<std::uint64_t>(std::floor(0.7 * static_cast<double>(available) / per_tile)));
+    w = std::min<std::uint64_t>(
+        w, static_cast<std::uint64_t>(std::floor(0.7 * static_cast<double>(available) / per_tile)));
   }
   return static_cast<unsigned>(std::max<std::uint64_t>(1, w));
 }

@@ -234,7 +234,8 @@ std::string run_isolated(const std::string& path, const std::function<std::strin
   const auto deadline = std::chrono::steady_clock::now() + kScanTimeout;
   bool timed_out = false;
   for (char buffer[65536];;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;

@@ -55,8 +55,9 @@ void run_epoch(const EpochArgs& a) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double rate = seconds > 0 ? static_cast<double>(n_cells) / seconds : 0.0;
   if (a.json) {
-    write_stream(stdout, fmt::format("{{\"batches\":{},\"cells\":{},\"nnz\":{},\"seconds\":{},\"cells_per_second\":{}}}\n",
-                                     n_batches, n_cells, nnz, seconds, rate));
+    write_stream(stdout,
+                 fmt::format("{{\"batches\":{},\"cells\":{},\"nnz\":{},\"seconds\":{},\"cells_per_second\":{}}}\n",
+                             n_batches, n_cells, nnz, seconds, rate));
   } else {
     write_stream(stdout, fmt::format("{} {}, {} cells, {} nonzeros in {:.3f} s: {:.0f} cells/s\n", n_batches,
                                      n_batches == 1 ? "batch" : "batches", n_cells, nnz, seconds, rate));
@@ -68,7 +69,8 @@ void run_epoch(const EpochArgs& a) {
 void register_cells_epoch(CLI::App& cells, int& rc) {
   auto a = std::make_shared<EpochArgs>();
   CLI::App* cmd = cells.add_subcommand("epoch", "Run the epoch batch loader over a dataset and report its throughput");
-  cmd->add_option("PATH", a->path, "dataset directory (local path, file://, http(s)://, s3:// or gs:// URI)")->required();
+  cmd->add_option("PATH", a->path, "dataset directory (local path, file://, http(s)://, s3:// or gs:// URI)")
+      ->required();
   cmd->add_option("--batch-size", a->batch_size, "cells per batch (default 5000)")->check(integer_at_least(1));
   cmd->add_option("--batches", a->batches, "stop after this many batches (default: the whole epoch)");
   cmd->add_option("--seed", a->seed, "shuffle seed (default 0)");

@@ -42,7 +42,8 @@ cells::SparseBatch only_genes(const cells::SparseBatch& b, const std::vector<std
     if (it == var_names.end()) unknown.push_back(gene);
     else keep[static_cast<std::size_t>(it - var_names.begin())] = true;
   }
-  if (!unknown.empty()) throw UsageError("--genes: not in the dataset's var_names: " + cells::python_list_repr(unknown));
+  if (!unknown.empty())
+    throw UsageError("--genes: not in the dataset's var_names: " + cells::python_list_repr(unknown));
   cells::SparseBatch out;
   out.values = b.values;
   out.n_genes = b.n_genes;
@@ -62,7 +63,8 @@ std::int64_t parse_int(std::string_view s, const std::string& whole) {
   std::int64_t v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || p != s.data() + s.size())
-    throw CLI::ValidationError("CELLS", "malformed cell list '" + whole + "' (expected indices and ranges a:b, comma-separated)");
+    throw CLI::ValidationError(
+        "CELLS", "malformed cell list '" + whole + "' (expected indices and ranges a:b, comma-separated)");
   return v;
 }
 
@@ -71,14 +73,16 @@ std::vector<std::int64_t> parse_cells(const std::string& text) {
   std::size_t start = 0;
   for (;;) {
     const std::size_t comma = text.find(',', start);
-    const std::string_view item = std::string_view(text).substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string_view item =
+        std::string_view(text).substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const std::size_t colon = item.find(':');
     if (colon == std::string_view::npos) {
       out.push_back(parse_int(item, text));
     } else {
       const std::int64_t a = parse_int(item.substr(0, colon), text), b = parse_int(item.substr(colon + 1), text);
       if (a > b) throw CLI::ValidationError("CELLS", "range " + std::string(item) + " ends before it starts");
-      if (b - a > (std::int64_t{1} << 32)) throw CLI::ValidationError("CELLS", "range " + std::string(item) + " is too long");
+      if (b - a > (std::int64_t{1} << 32))
+        throw CLI::ValidationError("CELLS", "range " + std::string(item) + " is too long");
       for (std::int64_t c = a; c < b; ++c) out.push_back(c);
     }
     if (comma == std::string::npos) break;
@@ -92,7 +96,8 @@ std::vector<std::int64_t> parse_cells(const std::string& text) {
 void register_cells_get(CLI::App& cells, int& rc) {
   auto a = std::make_shared<GetArgs>();
   CLI::App* cmd = cells.add_subcommand("get", "Print the nonzeros of some cells of a deltacells dataset");
-  cmd->add_option("PATH", a->path, "dataset directory (local path, file://, http(s)://, s3:// or gs:// URI)")->required();
+  cmd->add_option("PATH", a->path, "dataset directory (local path, file://, http(s)://, s3:// or gs:// URI)")
+      ->required();
   cmd->add_option("CELLS", a->cells, "comma-separated cell indices and ranges a:b, e.g. 9,0,4,4,3 or 0:10")->required();
   cmd->add_flag("--json", a->json, "one JSON line {\"indptr\", \"indices\", \"values\"}");
   cmd->add_flag("--names", a->names, "print gene names from var_names.txt instead of column numbers");

@@ -84,7 +84,9 @@ std::string tile_info(const cells::Tile& t, const std::string& path) {
 void register_cells_info(CLI::App& cells, int& rc) {
   auto a = std::make_shared<InfoArgs>();
   CLI::App* cmd = cells.add_subcommand("info", "Summary of a deltacells dataset (or one .dct tile)");
-  cmd->add_option("PATH", a->path, "dataset directory or .dct tile (local path, file://, http(s)://, s3:// or gs:// URI)")->required();
+  cmd->add_option("PATH", a->path,
+                  "dataset directory or .dct tile (local path, file://, http(s)://, s3:// or gs:// URI)")
+      ->required();
   CLI::Option* cache = cmd->add_option("--cache-dir", a->cache_dir, "obs cache root");
   cmd->add_option("--png", a->png, "also draw cells, nonzeros per cell and bytes per nonzero, tile by tile, as a PNG");
   cmd->add_flag("--json", a->json, "the summary as one JSON object");
@@ -102,7 +104,8 @@ void register_cells_info(CLI::App& cells, int& rc) {
     if (cache->count() > 0) o.cache_dir = a->cache_dir;
     write_stream(stdout, a->json ? cells::render_info_json(*ds, o) : cells::render_info(*ds, o));
     if (!a->png.empty()) {
-      const image::Raster chart = cells::render_summary_chart(ds->manifest(), std::filesystem::path(o.display_path).filename().string());
+      const image::Raster chart =
+          cells::render_summary_chart(ds->manifest(), std::filesystem::path(o.display_path).filename().string());
       io::write_file_atomic(a->png, image::encode_png_rgba(chart.width(), chart.height(), chart.pixels()));
       // With --json stdout holds the one JSON object; the picture line goes to stderr.
       write_stream(a->json ? stderr : stdout, "picture:        " + a->png + " (" + std::to_string(chart.width()) +

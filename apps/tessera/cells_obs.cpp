@@ -61,7 +61,8 @@ OpenedObs open_obs(const ObsArgs& a, int& rc) {
     return o;
   }
   o.obs = std::make_unique<cells::ObsStore>(std::shared_ptr<const io::Store>(o.dataset, &o.dataset->store()),
-                                            o.dataset->manifest(), cells::ObsOpenOptions{.cache_dir = a.cache_dir, .warn = {}, .threads = 8});
+                                            o.dataset->manifest(),
+                                            cells::ObsOpenOptions{.cache_dir = a.cache_dir, .warn = {}, .threads = 8});
   return o;
 }
 
@@ -150,8 +151,9 @@ void obs_localize(const ObsArgs& a, bool columns_given, int& rc) {
     fetched = obs->localize(split_column_names(a.columns), threads);  // unknown names: UsageError
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  write_stream(stdout, (fetched.empty() ? std::string("already local") : "fetched " + cells::python_list_repr(fetched)) + " in " +
-                           cells::format_fixed(secs, 1) + "s -> " + obs->cache_dir() + "\n");
+  write_stream(stdout,
+               (fetched.empty() ? std::string("already local") : "fetched " + cells::python_list_repr(fetched)) +
+                   " in " + cells::format_fixed(secs, 1) + "s -> " + obs->cache_dir() + "\n");
   rc = 0;
 }
 
@@ -164,7 +166,9 @@ void register_cells_obs(CLI::App& cells, int& rc) {
   CLI::App* info = group->add_subcommand("info", "Obs columns, their size and whether they are in the local cache");
   info->add_option("PATH", a->path, "dataset directory (local path or file:// URI)")->required();
   info->add_option("--cache-dir", a->cache_dir, "obs cache root");
-  info->add_flag("--json", a->json, "the columns as one JSON object (cache, columns with name, kind, stored_as, categories, bytes_to_fetch, local)");
+  info->add_flag(
+      "--json", a->json,
+      "the columns as one JSON object (cache, columns with name, kind, stored_as, categories, bytes_to_fetch, local)");
   info->callback([a, &rc] { obs_info(*a, rc); });
 
   CLI::App* localize = group->add_subcommand("localize", "Copy obs columns into the node-local Arrow cache");
@@ -181,17 +185,13 @@ std::string obs_text_value(const cells::ObsTakeColumn& c, std::uint64_t row, col
   if (!v.is_valid(row)) return {};
   switch (c.kind) {
     case cells::ObsKind::Category: {
-      const std::int64_t code = columnar::visit_value_type(v.type, [&](auto tag) {
-        return static_cast<std::int64_t>(v.value<decltype(tag)>(row));
-      });
+      const std::int64_t code = columnar::visit_value_type(
+          v.type, [&](auto tag) { return static_cast<std::int64_t>(v.value<decltype(tag)>(row)); });
       return code < 0 ? std::string() : c.categories[static_cast<std::size_t>(code)];
     }
-    case cells::ObsKind::Bool:
-      return v.value<std::uint8_t>(row) ? "True" : "False";
-    case cells::ObsKind::String:
-      return std::string(v.string(row));
-    case cells::ObsKind::Numeric:
-      break;
+    case cells::ObsKind::Bool: return v.value<std::uint8_t>(row) ? "True" : "False";
+    case cells::ObsKind::String: return std::string(v.string(row));
+    case cells::ObsKind::Numeric: break;
   }
   return columnar::visit_value_type(v.type, [&](auto tag) -> std::string {
     using T = decltype(tag);
@@ -221,14 +221,9 @@ void obs_json_value(codec::json::JsonWriter& w, const cells::ObsTakeColumn& c, s
   }
   switch (c.kind) {
     case cells::ObsKind::Category:
-    case cells::ObsKind::String:
-      w.value(text);
-      return;
-    case cells::ObsKind::Bool:
-      w.value(v.value<std::uint8_t>(row) != 0);
-      return;
-    case cells::ObsKind::Numeric:
-      break;
+    case cells::ObsKind::String: w.value(text); return;
+    case cells::ObsKind::Bool: w.value(v.value<std::uint8_t>(row) != 0); return;
+    case cells::ObsKind::Numeric: break;
   }
   columnar::visit_value_type(v.type, [&](auto tag) {
     using T = decltype(tag);

@@ -30,9 +30,9 @@ struct VerifyArgs {
 struct Outcome {
   std::string kind = "dataset";  // or "tile"
   std::optional<cells::VerifyResult> result;
-  std::uint64_t tile_nnz = 0;     // a single tile's nonzeros
+  std::uint64_t tile_nnz = 0;  // a single tile's nonzeros
   std::vector<std::string> warnings;
-  std::string failure;            // "" when ok: "tile_nnz", "obs" or "format"
+  std::string failure;  // "" when ok: "tile_nnz", "obs" or "format"
   std::string message;
   std::optional<std::uint64_t> failed_tile;
   double seconds = 0;
@@ -74,7 +74,9 @@ void print_json(const std::string& path, const Outcome& o) {
 void register_cells_verify(CLI::App& cells, int& rc) {
   auto a = std::make_shared<VerifyArgs>();
   CLI::App* cmd = cells.add_subcommand("verify", "Check every tile of a deltacells dataset (or one .dct tile)");
-  cmd->add_option("PATH", a->path, "dataset directory or .dct tile (local path, file://, http(s)://, s3:// or gs:// URI)")->required();
+  cmd->add_option("PATH", a->path,
+                  "dataset directory or .dct tile (local path, file://, http(s)://, s3:// or gs:// URI)")
+      ->required();
   cmd->add_option("--threads", a->threads, "decode threads per tile (0 counts as 1)")->check(integer_at_least(0));
   cmd->add_flag("--json", a->json, "one JSON object on stdout (also on failure) instead of progress lines");
   cmd->callback([a, &rc] {

@@ -28,8 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 
 [[noreturn]] void not_recognized(const std::string& path) {
-  throw UnsupportedError(path + ": format not recognized (tessera reads .tet files, deltacells datasets and tiles, "
-                         "and Zarr v3 / morton-hive stores)",
+  throw UnsupportedError(path +
+                             ": format not recognized (tessera reads .tet files, deltacells datasets and tiles, "
+                             "and Zarr v3 / morton-hive stores)",
                          path);
 }
 

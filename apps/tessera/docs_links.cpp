@@ -17,11 +17,16 @@ std::string_view docs_page(std::string_view path) {
     std::string_view page;
   };
   static constexpr Entry kPages[] = {
-      {"tet info", "tet-info.md"},         {"tet verify", "tet-verify-repair.md"},
-      {"tet repair", "tet-verify-repair.md"}, {"tet cat", "tet-cat.md"},
-      {"tet synth", "tet-synth.md"},       {"tet convert", "tet-convert-export.md"},
-      {"tet export", "tet-convert-export.md"}, {"tet query", "tet-query.md"},
-      {"tet qhist", "tet-query.md"},       {"cells", "cells.md"},
+      {"tet info", "tet-info.md"},
+      {"tet verify", "tet-verify-repair.md"},
+      {"tet repair", "tet-verify-repair.md"},
+      {"tet cat", "tet-cat.md"},
+      {"tet synth", "tet-synth.md"},
+      {"tet convert", "tet-convert-export.md"},
+      {"tet export", "tet-convert-export.md"},
+      {"tet query", "tet-query.md"},
+      {"tet qhist", "tet-query.md"},
+      {"cells", "cells.md"},
       {"ragged", "ragged.md"},
   };
   for (const Entry& entry : kPages) {

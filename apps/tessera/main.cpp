@@ -56,7 +56,7 @@ std::optional<std::string> unknown_command(CLI::App& app, const std::vector<std:
   for (const auto& arg : args) {
     if (arg.empty() || arg[0] == '-') return std::nullopt;  // options are CLI11's to judge
     const auto subcommands = at->get_subcommands([](CLI::App*) { return true; });
-    if (subcommands.empty()) return std::nullopt;            // a command's own positionals
+    if (subcommands.empty()) return std::nullopt;  // a command's own positionals
     CLI::App* next = nullptr;
     for (CLI::App* sub : subcommands)
       if (sub->check_name(arg)) next = sub;

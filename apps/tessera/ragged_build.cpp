@@ -104,7 +104,8 @@ void draw_progress(const ragged::build::BuildProgress& p) {
   constexpr int kWidth = 30;
   const bool reading = p.phase == ragged::build::BuildProgress::Phase::Reading;
   const int filled = p.total == 0 ? 0 : static_cast<int>(kWidth * std::min(p.done, p.total) / p.total);
-  const std::string bar = std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
+  const std::string bar =
+      std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
   const std::string of = p.total ? fmt::format("{}/{}", p.done, p.total) : fmt::format("{}", p.done);
   write_stream(stderr, fmt::format("\r\033[Kbuild [{}] {} {}", bar, of, reading ? "rows read" : "shards written"));
 }
@@ -114,7 +115,8 @@ ragged::build::BuildOptions options_of(BuildArgs& a) {
   ragged::build::BuildOptions o = a.o;
   if (a.o.weight_col && !(a.gain_name && a.gain_version))
     throw CLI::ValidationError("--weight-col", "a flux field needs --gain-name and --gain-version");
-  if (!a.o.weight_col && (a.gain_name || a.gain_version)) throw CLI::ValidationError("--gain-name", "applies to --weight-col only");
+  if (!a.o.weight_col && (a.gain_name || a.gain_version))
+    throw CLI::ValidationError("--gain-name", "applies to --weight-col only");
   if (a.o.sigma_col && !a.stats) throw CLI::ValidationError("--sigma-col", "needs --stats");
   if ((a.timed || a.per_cell_time || a.time_format) && !a.o.time_col)
     throw CLI::ValidationError("--time-col", "--timed, --per-cell-time and --time-format need --time-col");
@@ -187,8 +189,13 @@ void print_report(const ragged::build::BuildReport& r, const std::string& out) {
 
 void register_ragged_build(CLI::App& ragged, int& rc) {
   auto a = std::make_shared<BuildArgs>();
-  CLI::App* cmd = ragged.add_subcommand("build", "Build a morton-hive store of t-digests from point observations (CSV, Parquet, .npy columns, or HDF5 granules with --config)");
-  cmd->add_option("--input", a->o.inputs, "CSV file with a header row, Parquet file, directory of .npy columns, or HDF5 granule with --config (repeatable; a quoted glob such as 'granules/*.h5' is expanded)")->required();
+  CLI::App* cmd = ragged.add_subcommand("build",
+                                        "Build a morton-hive store of t-digests from point observations (CSV, Parquet, "
+                                        ".npy columns, or HDF5 granules with --config)");
+  cmd->add_option("--input", a->o.inputs,
+                  "CSV file with a header row, Parquet file, directory of .npy columns, or HDF5 granule with --config "
+                  "(repeatable; a quoted glob such as 'granules/*.h5' is expanded)")
+      ->required();
   cmd->add_option("--out", a->out, "hive store to create or add leaves to")->required();
   cmd->add_option("--lat-col", a->o.lat_col, "latitude column, degrees (default lat)");
   cmd->add_option("--lon-col", a->o.lon_col, "longitude column, degrees (default lon)");
@@ -204,7 +211,8 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
   cmd->add_option("--gain-version", a->gain_version, "gain version of a flux field");
   cmd->add_option("--cell-order", a->o.leaf.geometry.cell_order, "cell order (default 19)")->check(CLI::Range(0, 29));
   cmd->add_option("--shard-order", a->o.leaf.geometry.shard_order, "shard order (default 9)")->check(CLI::Range(0, 29));
-  cmd->add_option("--chunk-order", a->chunk_order, "inner chunk order (default min(cell order, shard order + 4))")->check(CLI::Range(0, 29));
+  cmd->add_option("--chunk-order", a->chunk_order, "inner chunk order (default min(cell order, shard order + 4))")
+      ->check(CLI::Range(0, 29));
   cmd->add_flag("--stats", a->stats, "also write dense per-cell statistics (min, max, mean, variance, quartiles)");
   cmd->add_option("--stats-prefix", a->stats_prefix, "prefix of the statistics arrays (default h)");
   cmd->add_option("--sigma-col", a->o.sigma_col, "per-row sigma: inverse-variance weighted mean and {prefix}_sigma");
@@ -225,17 +233,20 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
   cmd->add_flag("--unsharded", a->unsharded, "one object per inner chunk instead of one shard object per array");
   cmd->add_option("--layout", a->layout, "hive | flat (default hive)")->check(CLI::IsMember({"hive", "flat"}));
   cmd->add_flag("--overwrite", a->o.overwrite, "replace committed leaves (atomically)");
-  cmd->add_flag("--zagg-identical-metadata", a->o.leaf.zagg_identical_metadata, "omit dggs.latitude from the leaf groups");
+  cmd->add_flag("--zagg-identical-metadata", a->o.leaf.zagg_identical_metadata,
+                "omit dggs.latitude from the leaf groups");
   cmd->add_option("--threads", a->o.threads, "worker threads (default: all cores)")->check(integer_at_least(0));
   cmd->callback([a, cmd, &rc] {
     a->o.inputs = expand_inputs(a->o.inputs);
     if (a->config) apply_config(*cmd, *a, ragged::zagg::load_config(*a->config));
-    if (a->o.value_col.empty()) throw CLI::ValidationError("--value-col", "is required (or give --config with a zagg config)");
+    if (a->o.value_col.empty())
+      throw CLI::ValidationError("--value-col", "is required (or give --config with a zagg config)");
     ragged::build::BuildOptions o = options_of(*a);
     const bool tty = ::isatty(STDERR_FILENO) == 1;
     ragged::build::BuildReport report;
     try {
-      report = ragged::build::run(a->out, std::move(o), tty ? ragged::build::ProgressSink(draw_progress) : ragged::build::ProgressSink());
+      report = ragged::build::run(a->out, std::move(o),
+                                  tty ? ragged::build::ProgressSink(draw_progress) : ragged::build::ProgressSink());
     } catch (...) {
       if (tty) write_stream(stderr, "\r\033[K");
       throw;

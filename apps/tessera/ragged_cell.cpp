@@ -108,7 +108,8 @@ std::uint64_t cell_of(const CellArgs& a, const ragged::RaggedField& field) {
     const ragged::CellsAxis axis = field.axis();
     if (ragged::morton::order_of(word) != axis.cell_order)
       throw UsageError("--morton " + *a.morton + " is an order-" + std::to_string(ragged::morton::order_of(word)) +
-                       " id; the cells axis of " + field.payload().path() + " has order " + std::to_string(axis.cell_order));
+                       " id; the cells axis of " + field.payload().path() + " has order " +
+                       std::to_string(axis.cell_order));
     const std::uint64_t nested = ragged::morton::nested(word);
     if (nested < axis.root_start || nested - axis.root_start >= axis.length)
       throw UsageError("--morton " + *a.morton + " lies outside the cells axis of " + field.payload().path());
@@ -148,7 +149,8 @@ void register_ragged_cell(CLI::App& ragged, int& rc) {
     // With --field, a lone positional after STORE is the INDEX.
     if (!a->field_name.empty() && !a->field.empty() && index->count() == 0) {
       if (a->field.empty() || a->field.find_first_not_of("0123456789") != std::string::npos)
-        throw CLI::ValidationError("INDEX", "with --field, the argument after STORE is the cell INDEX (got '" + a->field + "')");
+        throw CLI::ValidationError("INDEX",
+                                   "with --field, the argument after STORE is the cell INDEX (got '" + a->field + "')");
       a->index = a->field;
       a->field.clear();
     }

@@ -106,9 +106,10 @@ std::string resolve_field(const Target& target, const std::string& field, const 
   for (const auto& group : target.store->list_dir("").prefixes)
     if (all_digits(group) && target.store->exists(group + "/" + field_name + "/zarr.json")) found.push_back(group);
   if (found.size() != 1)
-    throw UsageError(target.given + ": --field " + field_name + " names " +
-                     (found.empty() ? std::string("no array") : "arrays in " + std::to_string(found.size()) + " groups") +
-                     "; give FIELD as GROUP/NAME");
+    throw UsageError(
+        target.given + ": --field " + field_name + " names " +
+        (found.empty() ? std::string("no array") : "arrays in " + std::to_string(found.size()) + " groups") +
+        "; give FIELD as GROUP/NAME");
   return found[0] + "/" + field_name;
 }
 

@@ -22,12 +22,12 @@ namespace tessera::cli::ragged_cli {
 // A STORE argument (a local directory or an http(s):// prefix) resolved to the store the readers
 // are rooted at.
 struct Target {
-  std::string given;                                 // STORE as typed
-  std::filesystem::path root;                        // the directory (or URL) the store is rooted at
-  bool hive_root = false;                            // STORE holds morton_hive.json and no --shard was given
-  std::optional<ragged::hive::Manifest> manifest;    // the hive's manifest (hive roots, and leaves found with --shard)
-  std::optional<std::uint64_t> shard;                // the shard word a leaf names (basename or --shard)
-  std::unique_ptr<io::Store> store;                  // io::open_store of `root`
+  std::string given;                               // STORE as typed
+  std::filesystem::path root;                      // the directory (or URL) the store is rooted at
+  bool hive_root = false;                          // STORE holds morton_hive.json and no --shard was given
+  std::optional<ragged::hive::Manifest> manifest;  // the hive's manifest (hive roots, and leaves found with --shard)
+  std::optional<std::uint64_t> shard;              // the shard word a leaf names (basename or --shard)
+  std::unique_ptr<io::Store> store;                // io::open_store of `root`
 };
 
 // Opens STORE; with `shard` (a decimal id) STORE must be a hive root and the leaf of that shard is
@@ -42,7 +42,8 @@ Target open_leaf(const std::string& store, const std::optional<std::string>& sha
 std::string leaf_location(const Target& hive, const std::string& leaf_key);
 
 // The STORE positional (named `name`) and `--shard ID` every command that reads a leaf takes.
-void add_store_arguments(CLI::App& cmd, std::string& store, std::optional<std::string>& shard, const char* name = "STORE");
+void add_store_arguments(CLI::App& cmd, std::string& store, std::optional<std::string>& shard,
+                         const char* name = "STORE");
 // FIELD as given (`6/h_tdigest`) and `--field NAME`.
 void add_field_arguments(CLI::App& cmd, std::string& field, std::string& field_name);
 

@@ -7,8 +7,9 @@ namespace tessera::cli {
 void register_ragged_build(CLI::App& ragged, int& rc);
 
 void register_ragged(CLI::App& app, int& rc) {
-  CLI::App* ragged =
-      app.add_subcommand("ragged", "Zarr v3 / zagg-ragged stores and morton-hive trees: info, verify, cell, tensors, hashes, synth, build");
+  CLI::App* ragged = app.add_subcommand(
+      "ragged",
+      "Zarr v3 / zagg-ragged stores and morton-hive trees: info, verify, cell, tensors, hashes, synth, build");
   ragged->require_subcommand(1);
   register_ragged_info(*ragged, rc);
   register_ragged_verify(*ragged, rc);

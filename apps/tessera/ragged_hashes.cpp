@@ -100,7 +100,9 @@ void register_ragged_hashes(CLI::App& ragged, int& rc) {
     const ragged_cli::Target target = ragged_cli::open_target(a->path, a->shard);
     if (target.hive_root) {
       if (a->expected)
-        throw CLI::ValidationError("--expected", a->path + " is a hive root; a record holds one leaf's hashes, so give the leaf (or --shard ID)");
+        throw CLI::ValidationError(
+            "--expected",
+            a->path + " is a hive root; a record holds one leaf's hashes, so give the leaf (or --shard ID)");
       rc = hash_hive(target, a->verify);
       return;
     }

@@ -15,7 +15,8 @@ namespace tessera::cli {
 void register_ragged_synth(CLI::App& ragged, int& rc) {
   auto a = std::make_shared<ragged::SynthLeafOptions>();
   auto dir = std::make_shared<std::string>();
-  CLI::App* cmd = ragged.add_subcommand("synth", "Write a synthetic hive store with one leaf of t-digests (demos, benchmarks)");
+  CLI::App* cmd =
+      ragged.add_subcommand("synth", "Write a synthetic hive store with one leaf of t-digests (demos, benchmarks)");
   cmd->add_option("DIR", *dir, "hive root to create (or add the leaf to)")->required();
   cmd->add_option("--cell-order", a->cell_order, "order of the cells (default 19)");
   cmd->add_option("--shard-order", a->shard_order, "order of the shard (default 9)");

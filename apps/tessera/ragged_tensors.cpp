@@ -57,7 +57,8 @@ void write_file(const fs::path& path, std::span<const std::byte> a, std::span<co
 }
 
 // One .npy file: numpy's header for (dtype, shape) followed by the C-order data.
-void write_npy(const fs::path& path, DType dtype, const std::vector<std::uint64_t>& shape, std::span<const std::byte> data) {
+void write_npy(const fs::path& path, DType dtype, const std::vector<std::uint64_t>& shape,
+               std::span<const std::byte> data) {
   const std::string header = codec::npy_header(dtype, shape);
   write_file(path, std::as_bytes(std::span(header)), data);
 }
@@ -200,16 +201,17 @@ void register_ragged_tensors(CLI::App& ragged, int& rc) {
 
   cmd->callback([a, &rc] {
     const ragged_cli::Target target = ragged_cli::open_leaf(a->store, a->shard);
-    const auto field = ragged::RaggedField::open(*target.store, ragged_cli::resolve_field(target, a->field, a->field_name));
+    const auto field =
+        ragged::RaggedField::open(*target.store, ragged_cli::resolve_field(target, a->field, a->field_name));
     ragged::TensorOptions options;
     options.n_bins = a->n_bins;
     options.resolution = a->resolution;
     options.bottom = a->bottom;
     options.top = a->top;
     options.fit = ragged::parse_fit_policy(a->fit);
-    options.dtype = a->dtype == "auto"
-                        ? (field.payload().weights() == ragged::Weights::Flux ? ragged::TensorDType::F32 : ragged::TensorDType::U32)
-                        : ragged::parse_tensor_dtype(a->dtype);
+    options.dtype = a->dtype == "auto" ? (field.payload().weights() == ragged::Weights::Flux ? ragged::TensorDType::F32
+                                                                                             : ragged::TensorDType::U32)
+                                       : ragged::parse_tensor_dtype(a->dtype);
     options.block_order = a->block_order;
     if (a->subtree) options.subtree = ragged::morton::parse_word_or_decimal(*a->subtree);
     options.max_block_bytes = a->max_block_bytes;

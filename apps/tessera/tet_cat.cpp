@@ -75,13 +75,14 @@ void run_cat(const CatArgs& args) {
   const std::optional<image::QuicklookOptions> picture =
       args.png.empty() ? std::nullopt : std::optional(quicklook_options(args));
   // Parse the selection before touching any file so a malformed one fails fast.
-  const auto entries = args.selection.empty() ? std::vector<tet::SelectionEntry>{}
-                                              : tet::parse_selection_text(args.selection);
+  const auto entries =
+      args.selection.empty() ? std::vector<tet::SelectionEntry>{} : tet::parse_selection_text(args.selection);
   const tet::TetFile file = tet::TetFile::open(args.file);
   const tet::Dataset* ds = file.find(args.dataset);
-  if (!ds) throw UsageError("dataset " + tet::quoted_name(args.dataset) + " not found; available: " + available_names(file));
-  const tet::Box box = args.selection.empty() ? ds->full_box()
-                                              : tet::resolve_selection(*ds, file.metadata_of(ds->name), entries);
+  if (!ds)
+    throw UsageError("dataset " + tet::quoted_name(args.dataset) + " not found; available: " + available_names(file));
+  const tet::Box box =
+      args.selection.empty() ? ds->full_box() : tet::resolve_selection(*ds, file.metadata_of(ds->name), entries);
   const bool to_stdout = args.out == "-";
   if (!args.out.empty()) {
     // `-o -`: the .npy stream goes to standard output, through the sink's device/pipe path (a
@@ -92,11 +93,13 @@ void run_cat(const CatArgs& args) {
   }
   if (picture) {
     const image::Quicklook look = tet::render_quicklook(file, *ds, box, *picture);
-    io::write_file_atomic(args.png, image::encode_png_rgba(look.picture.width(), look.picture.height(), look.picture.pixels()));
+    io::write_file_atomic(args.png,
+                          image::encode_png_rgba(look.picture.width(), look.picture.height(), look.picture.pixels()));
     // With the array on stdout, the picture's line goes to stderr so the stream stays a .npy.
-    std::fprintf(to_stdout ? stderr : stdout, "%s: %u x %u pixels, colour bar %s .. %s%s\n", args.png.c_str(), look.picture.width(),
-                look.picture.height(), image::tick_label(look.low).c_str(), image::tick_label(look.high).c_str(),
-                look.missing ? (", " + std::to_string(look.missing) + " missing values transparent").c_str() : "");
+    std::fprintf(to_stdout ? stderr : stdout, "%s: %u x %u pixels, colour bar %s .. %s%s\n", args.png.c_str(),
+                 look.picture.width(), look.picture.height(), image::tick_label(look.low).c_str(),
+                 image::tick_label(look.high).c_str(),
+                 look.missing ? (", " + std::to_string(look.missing) + " missing values transparent").c_str() : "");
   }
 }
 
@@ -110,10 +113,12 @@ void register_tet_cat(CLI::App& tet, int& rc) {
   cmd->add_option("--out,-o", args->out, "Output .npy path (written atomically), or - for standard output");
   cmd->add_option("--selection", args->selection,
                   "JSON selection array, e.g. '[{\"start\":1,\"stop\":4},{\"step\":2}]'");
-  cmd->add_option("--png", args->png, "Also (or instead) draw the selection, which must keep two axes, as a PNG with a colour bar");
+  cmd->add_option("--png", args->png,
+                  "Also (or instead) draw the selection, which must keep two axes, as a PNG with a colour bar");
   cmd->add_option("--png-range", args->png_range, "LO,HI: the colour bar's ends (default: the values' min and max)")
       ->check(CLI::Validator([](std::string& text) { return png_range_problem(text); }, "LO,HI"));
-  cmd->add_option("--png-scale", args->png_scale, "linear | log (default linear)")->check(CLI::IsMember({"linear", "log"}));
+  cmd->add_option("--png-scale", args->png_scale, "linear | log (default linear)")
+      ->check(CLI::IsMember({"linear", "log"}));
   cmd->add_option("--png-colormap", args->png_colormap, "viridis | gray | rdbu (default viridis)")
       ->check(CLI::IsMember({"viridis", "gray", "grey", "rdbu"}));
   cmd->add_option("--png-origin", args->png_origin, "top (row 0 at the top, default) | bottom")

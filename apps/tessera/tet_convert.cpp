@@ -25,8 +25,10 @@ struct ConvertArgs {
 void draw_progress(const interop::ConvertProgress& p) {
   constexpr int kWidth = 30;
   const int filled = p.chunks_total == 0 ? kWidth : static_cast<int>(kWidth * p.chunks_done / p.chunks_total);
-  const std::string bar = std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
-  write_stream(stderr, fmt::format("\r\033[Kconvert [{}] {}/{} chunks  {}", bar, p.chunks_done, p.chunks_total, p.dataset));
+  const std::string bar =
+      std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
+  write_stream(stderr,
+               fmt::format("\r\033[Kconvert [{}] {}/{} chunks  {}", bar, p.chunks_done, p.chunks_total, p.dataset));
 }
 
 }  // namespace
@@ -34,12 +36,14 @@ void draw_progress(const interop::ConvertProgress& p) {
 void register_tet_convert(CLI::App& tet, int& rc) {
   auto args = std::make_shared<ConvertArgs>();
   CLI::App* cmd = tet.add_subcommand("convert", "Convert HDF5, NetCDF or a Zarr v3 store to a .tet file");
-  cmd->add_option("INPUT", args->input, "Input: .h5/.hdf5/.hdf/.he2/.he5, .nc/.nc4/…, or a Zarr v3 directory")->required();
+  cmd->add_option("INPUT", args->input, "Input: .h5/.hdf5/.hdf/.he2/.he5, .nc/.nc4/…, or a Zarr v3 directory")
+      ->required();
   cmd->add_option("OUTPUT", args->output, "Output .tet file (written atomically)")->required();
   cmd->add_option("--jobs,-j", args->jobs, "Parallel tile readers (0 = available parallelism, at most 64)")
       ->check(integer_at_least(0));
-  cmd->add_flag("--keep-fill", args->keep_fill,
-                "Keep float values equal to _FillValue / missing_value (default: they become NaN, as xarray reads them)");
+  cmd->add_flag(
+      "--keep-fill", args->keep_fill,
+      "Keep float values equal to _FillValue / missing_value (default: they become NaN, as xarray reads them)");
   cmd->callback([args, &rc] {
     interop::ConvertOptions options;
     options.jobs = args->jobs;

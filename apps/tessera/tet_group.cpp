@@ -4,7 +4,8 @@
 namespace tessera::cli {
 
 void register_tet(CLI::App& app, int& rc) {
-  CLI::App* tet = app.add_subcommand("tet", "Tetration .tet files: info, verify, repair, cat, synth, convert, export, query, qhist");
+  CLI::App* tet = app.add_subcommand(
+      "tet", "Tetration .tet files: info, verify, repair, cat, synth, convert, export, query, qhist");
   tet->require_subcommand(1);
   register_tet_info(*tet, rc);
   register_tet_verify_repair(*tet, rc);

@@ -42,8 +42,7 @@ void add_tet_info_command(CLI::App& cmd, int& rc) {
   cmd.add_flag("--metadata", a->metadata, "List coordinate labels under each dataset");
   cmd.add_option("-n,--limit", a->limit, "Chunk table rows (default 32, 0 = all)")->check(integer_at_least(0));
   CLI::Option* dataset = cmd.add_option("--dataset", a->dataset, "Keep datasets whose name contains SUBSTR");
-  CLI::Option* grep =
-      cmd.add_option("--grep", a->grep, "Keep datasets whose name, dtype or metadata contains SUBSTR");
+  CLI::Option* grep = cmd.add_option("--grep", a->grep, "Keep datasets whose name, dtype or metadata contains SUBSTR");
 
   cmd.callback([a, &rc, dataset, grep] {
     const tet::TetFile file = tet::TetFile::open(a->path);

@@ -60,7 +60,8 @@ int run_replay(const RunArgs& a) {
   const auto matching = tet::filtered_history(rows, a.filter.build());
   if (static_cast<std::size_t>(a.index) > matching.size())
     throw UsageError("history entry " + std::to_string(a.index) + " not found (have " +
-                     std::to_string(matching.size()) + (matching.size() == 1 ? " matching entry)" : " matching entries)"));
+                     std::to_string(matching.size()) +
+                     (matching.size() == 1 ? " matching entry)" : " matching entries)"));
   const tet::HistoryEntry& e = matching[static_cast<std::size_t>(a.index - 1)];
   auto format = tet::QueryOutputFormat::Full;
   if (!a.format.empty()) {

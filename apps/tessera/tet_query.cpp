@@ -77,7 +77,8 @@ int execute_query_run(const QueryRun& run) {
   const tet::QueryResponse response = tet::run_query(run.doc, options);
   write_stream(stdout, tet::render_query_response(response, run.format) + "\n");
   if (run.tet_path && !response.dataset_matched) {
-    std::string hint = "hint: dataset " + tet::quoted_name(run.doc.dataset) + " not found in this .tet\navailable datasets:\n";
+    std::string hint =
+        "hint: dataset " + tet::quoted_name(run.doc.dataset) + " not found in this .tet\navailable datasets:\n";
     for (const auto& name : response.available_datasets) hint += "  " + name + "\n";
     hint += "tip: run `tessera tet info " + *run.tet_path + "` to list catalog datasets\n";
     write_stream(stderr, hint);
@@ -114,7 +115,8 @@ void register_tet_query(CLI::App& tet, int& rc) {
   cmd->add_flag("-x,--execute", args->execute, "Decode and execute (requires --tet)");
   cmd->add_option("--format", args->format, "full | json | stats | plan | quiet | table (default full)");
   cmd->add_flag("-q,--quiet", args->quiet, "Same as --format quiet");
-  cmd->add_option("--preview,--preview-f32", args->preview, "Preview cap (requires -x; default 64 for full/json, else 0)");
+  cmd->add_option("--preview,--preview-f32", args->preview,
+                  "Preview cap (requires -x; default 64 for full/json, else 0)");
   cmd->add_option("--device", args->device, "Compute device token (cpu, auto, cuda[:N], …; requires -x)");
   cmd->add_option("--spill-allow", args->spill_allow, "Extra allowed spill root (repeatable; requires -x)");
   cmd->callback([args, &rc] {
@@ -122,7 +124,9 @@ void register_tet_query(CLI::App& tet, int& rc) {
     if (args->quiet && !args->format.empty()) throw CLI::ValidationError("-q/--quiet conflicts with --format");
     if (!args->format.empty()) {
       auto f = tet::query_output_format_from_name(args->format);
-      if (!f) throw CLI::ValidationError("--format", "invalid value `" + args->format + "` (full, json, stats, plan, quiet, table)");
+      if (!f)
+        throw CLI::ValidationError("--format",
+                                   "invalid value `" + args->format + "` (full, json, stats, plan, quiet, table)");
       run.format = *f;
     }
     if (args->quiet) run.format = tet::QueryOutputFormat::Quiet;

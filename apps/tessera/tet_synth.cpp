@@ -25,9 +25,7 @@ struct SynthArgs {
   std::uint32_t budget_bytes = 0;
 };
 
-std::string plural(std::uint64_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
+std::string plural(std::uint64_t n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
 // SOURCE_DATE_EPOCH (reproducible-builds convention) fixes the history row's time, so the same
 // arguments give the same bytes.
@@ -81,8 +79,8 @@ void register_tet_synth(CLI::App& tet, int& rc) {
     options.memory_budget_bytes = args->budget_bytes;
     options.at = history_time_from_environment();
     const tet::SynthSummary summary = tet::synth_write(args->out, std::move(options));
-    fmt::print("wrote {}: {}, {}, {}\n", args->out, plural(summary.datasets, "dataset"), plural(summary.chunks, "chunk"),
-               plural(summary.bytes, "byte"));
+    fmt::print("wrote {}: {}, {}, {}\n", args->out, plural(summary.datasets, "dataset"),
+               plural(summary.chunks, "chunk"), plural(summary.bytes, "byte"));
     rc = 0;
   });
 }

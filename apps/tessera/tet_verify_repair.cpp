@@ -46,13 +46,15 @@ void register_repair(CLI::App& tet, int& rc) {
   const CLI::Validator known_code(
       [](std::string& code) -> std::string {
         if (tet::is_recommendation_code(code)) return {};
-        return "unknown repair code '" + printable_text(code) + "' (verify's codes: " + tet::recommendation_codes() + ")";
+        return "unknown repair code '" + printable_text(code) + "' (verify's codes: " + tet::recommendation_codes() +
+               ")";
       },
       "CODE");
   cmd->add_option("--apply", a->apply, "Repair code to apply (repeatable); without it, print the plan")
       ->allow_extra_args(false)
       ->check(known_code);
-  cmd->add_flag("--dry-run", a->dry_run, "With --apply: describe the repair without writing (a plan alone never writes)");
+  cmd->add_flag("--dry-run", a->dry_run,
+                "With --apply: describe the repair without writing (a plan alone never writes)");
 
   cmd->callback([a, &rc] {
     rc = 0;

@@ -41,7 +41,8 @@ Values parse_values(const std::string& values) {
 // return when Python drops the arrays, so a training loop reuses two or three batches' memory.
 struct BatchPools {
   std::shared_ptr<VectorPool<std::int64_t>> int64 = std::make_shared<VectorPool<std::int64_t>>(6);  // cells, indptr
-  std::shared_ptr<VectorPool<std::int32_t>> int32 = std::make_shared<VectorPool<std::int32_t>>(6);  // indices, int32 values
+  std::shared_ptr<VectorPool<std::int32_t>> int32 =
+      std::make_shared<VectorPool<std::int32_t>>(6);  // indices, int32 values
   std::shared_ptr<VectorPool<float>> float32 = std::make_shared<VectorPool<float>>(3);
 
   // A batch whose vectors are pooled ones (capacity kept), ready for get_batch(…, SparseBatch&).
@@ -132,8 +133,8 @@ std::pair<py::object, py::object> column_to_python(columnar::Column& v) {
 // `closed_` turns every fetch into a UsageError.
 class PyCellsDataset {
  public:
-  PyCellsDataset(const std::string& path, int max_cached_tiles, int max_prefetch_tiles, int io_threads, int decode_threads,
-                 bool verify_crc)
+  PyCellsDataset(const std::string& path, int max_cached_tiles, int max_prefetch_tiles, int io_threads,
+                 int decode_threads, bool verify_crc)
       : path_(path) {
     cells::OpenOptions options;
     options.max_cached_tiles = max_cached_tiles;
@@ -195,7 +196,9 @@ class PyCellsDataset {
       py::gil_scoped_release release;
       const auto lock = open_lock();
       const auto source = ds_->store().open("var.parquet");
-      if (!source) throw FormatError("var.parquet: is missing (the manifest says the dataset has a var table) (P8)", "var.parquet");
+      if (!source)
+        throw FormatError("var.parquet: is missing (the manifest says the dataset has a var table) (P8)",
+                          "var.parquet");
       table = cells::read_var_parquet(*source, ds_->n_genes());
     }
     py::list columns;
@@ -288,7 +291,8 @@ class PyCellsDataset {
  private:
   std::uint64_t tile_of_one(std::int64_t cell) const {
     if (cell < 0)
-      throw UsageError("cell " + std::to_string(cell) + " outside the valid range [0, " + std::to_string(n_cells()) + ")");
+      throw UsageError("cell " + std::to_string(cell) + " outside the valid range [0, " + std::to_string(n_cells()) +
+                       ")");
     return ds_->tile_of(static_cast<std::uint64_t>(cell));
   }
 

@@ -27,7 +27,8 @@ DType dtype_of_numpy(const py::dtype& dtype) {
   }
   if (kind == 'f' || kind == 'i' || kind == 'u') {
     if (auto t = dtype_from_numpy_descr(descr)) {
-      if (dtype.byteorder() == '>') throw UsageError("big-endian numpy arrays are not supported; use .astype('" + descr + "')");
+      if (dtype.byteorder() == '>')
+        throw UsageError("big-endian numpy arrays are not supported; use .astype('" + descr + "')");
       return *t;
     }
   }
@@ -46,10 +47,12 @@ std::vector<std::int64_t> as_index_vector(const py::handle& cells) {
   // uint64 values above 2^63 into negative (or wrong) cells.
   const py::array raw = py::array::ensure(cells);
   if (!raw) throw UsageError("cells must be a sequence of integers");
-  if (raw.ndim() != 1) throw UsageError("cells must be one-dimensional, got " + std::to_string(raw.ndim()) + " dimensions");
+  if (raw.ndim() != 1)
+    throw UsageError("cells must be one-dimensional, got " + std::to_string(raw.ndim()) + " dimensions");
   const char kind = raw.dtype().kind();
   if (raw.size() > 0 && kind != 'i' && kind != 'u')
-    throw UsageError("cells must be integers, got numpy dtype " + py::str(static_cast<const py::handle&>(raw.dtype())).cast<std::string>());
+    throw UsageError("cells must be integers, got numpy dtype " +
+                     py::str(static_cast<const py::handle&>(raw.dtype())).cast<std::string>());
   if (kind == 'u' && raw.dtype().itemsize() == 8) {
     const auto u = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(raw);
     for (py::ssize_t i = 0; i < u.size(); ++i)
@@ -82,9 +85,7 @@ PyObject* new_exception(py::module_& m, const char* name, PyObject* bases, const
   return type;
 }
 
-PyObject* with_base(PyObject* builtin) {
-  return PyTuple_Pack(2, g_types.base, builtin);
-}
+PyObject* with_base(PyObject* builtin) { return PyTuple_Pack(2, g_types.base, builtin); }
 
 // Text of an error as str without ever raising UnicodeDecodeError: messages are already valid
 // UTF-8 (tessera::Error escapes them); a path keeps undecodable bytes as surrogates, the way
@@ -115,15 +116,19 @@ void raise(PyObject* type, const Error& e) {
 void register_exceptions(py::module_& m) {
   g_types.base = new_exception(m, "Error", PyExc_Exception, "Base class of every error tessera raises.");
   PyObject* bases = with_base(PyExc_ValueError);
-  g_types.format = new_exception(m, "FormatError", bases, "Malformed input: bytes that break a rule of a format specification.");
-  g_types.usage = new_exception(m, "UsageError", bases, "An invalid argument, a missing dataset or conflicting options.");
-  g_types.limit = new_exception(m, "LimitError", bases, "A documented limit was exceeded, or sizes from a file would overflow.");
+  g_types.format =
+      new_exception(m, "FormatError", bases, "Malformed input: bytes that break a rule of a format specification.");
+  g_types.usage =
+      new_exception(m, "UsageError", bases, "An invalid argument, a missing dataset or conflicting options.");
+  g_types.limit =
+      new_exception(m, "LimitError", bases, "A documented limit was exceeded, or sizes from a file would overflow.");
   Py_DECREF(bases);
   bases = with_base(PyExc_OSError);
   g_types.io = new_exception(m, "IoError", bases, "The operating system refused a read, write, open, rename or map.");
   Py_DECREF(bases);
   bases = with_base(PyExc_NotImplementedError);
-  g_types.unsupported = new_exception(m, "UnsupportedError", bases, "Well-formed input this version of tessera does not handle.");
+  g_types.unsupported =
+      new_exception(m, "UnsupportedError", bases, "Well-formed input this version of tessera does not handle.");
   Py_DECREF(bases);
 
   py::register_exception_translator([](std::exception_ptr p) {

@@ -37,7 +37,6 @@ using ragged::RaggedField;
 
 PyObject* g_warning_type = nullptr;  // tessera.ragged.RaggedWarning (owned by the module)
 
-
 // Collects reader warnings from any thread; `issue` runs with the GIL held.
 class WarningCollector {
  public:
@@ -228,7 +227,8 @@ class PyRaggedField {
   py::list read_tensors(std::uint32_t n_bins, double resolution, double bottom, double top, const std::string& fit,
                         const std::string& dtype, std::optional<int> block_order, std::optional<std::uint64_t> subtree,
                         std::uint64_t max_block_bytes, unsigned threads) const {
-    auto o = tensor_options(n_bins, resolution, bottom, top, fit, dtype, block_order, subtree, max_block_bytes, threads);
+    auto o =
+        tensor_options(n_bins, resolution, bottom, top, fit, dtype, block_order, subtree, max_block_bytes, threads);
     WarningCollector warnings;
     o.warn = warnings.sink();
     std::vector<ragged::TensorBlock> blocks;
@@ -264,7 +264,8 @@ class PyRaggedField {
   // weight_in_window); the arrays take the block's vectors.
   static py::tuple block_tuple(ragged::TensorBlock&& b) {
     const auto side = static_cast<py::ssize_t>(b.side);
-    py::array tensor = bytes_to_numpy(std::move(b.tensor), dtype_of(b.dtype), {side, side, static_cast<py::ssize_t>(b.n_bins)});
+    py::array tensor =
+        bytes_to_numpy(std::move(b.tensor), dtype_of(b.dtype), {side, side, static_cast<py::ssize_t>(b.n_bins)});
     py::array mask = to_numpy(std::move(b.mask), {side, side});
     return py::make_tuple(tensor, mask, b.offset, b.gain, b.morton, b.start, b.order, b.side, b.n_bins, b.populated,
                           b.observed_empty, b.weight_in_window);
@@ -301,7 +302,8 @@ class PyRaggedField {
     out["chunk_order"] = a.chunk_order;
     out["flat"] = a.flat;
     out["root"] = a.root;
-    out["root_decimal"] = a.flat || a.root == 0 ? py::object(py::none()) : py::object(py::str(ragged::morton::to_decimal(a.root)));
+    out["root_decimal"] =
+        a.flat || a.root == 0 ? py::object(py::none()) : py::object(py::str(ragged::morton::to_decimal(a.root)));
     out["depth"] = a.depth;
     out["root_start"] = a.root_start;
     return out;
@@ -310,8 +312,8 @@ class PyRaggedField {
  private:
   // One per-cell sweep (raw values, locations or times) without the GIL, warnings re-issued after.
   template <typename Cell, typename Values>
-  py::list sweep_cells(std::vector<Cell> (RaggedField::*read)(const ragged::SweepOptions&) const,
-                       Values Cell::*member, std::optional<std::uint64_t> subtree, unsigned threads) const {
+  py::list sweep_cells(std::vector<Cell> (RaggedField::*read)(const ragged::SweepOptions&) const, Values Cell::*member,
+                       std::optional<std::uint64_t> subtree, unsigned threads) const {
     WarningCollector warnings;
     std::vector<Cell> cells;
     {
@@ -322,7 +324,8 @@ class PyRaggedField {
     return cell_tuples(std::move(cells), member);
   }
 
-  static ragged::SweepOptions sweep(std::optional<std::uint64_t> subtree, unsigned threads, WarningCollector& warnings) {
+  static ragged::SweepOptions sweep(std::optional<std::uint64_t> subtree, unsigned threads,
+                                    WarningCollector& warnings) {
     ragged::SweepOptions o;
     o.subtree = subtree;
     o.threads = threads;
@@ -430,8 +433,8 @@ std::unique_ptr<PyTensorStream> tensor_stream(const PyRaggedField& field, std::u
                                               const std::string& dtype, std::optional<int> block_order,
                                               std::optional<std::uint64_t> subtree, std::uint64_t max_block_bytes,
                                               unsigned threads, std::size_t capacity) {
-  auto o = PyRaggedField::tensor_options(n_bins, resolution, bottom, top, fit, dtype, block_order, subtree, max_block_bytes,
-                                         threads);
+  auto o = PyRaggedField::tensor_options(n_bins, resolution, bottom, top, fit, dtype, block_order, subtree,
+                                         max_block_bytes, threads);
   return std::make_unique<PyTensorStream>(field, std::move(o), capacity);
 }
 

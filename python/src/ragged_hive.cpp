@@ -1,7 +1,7 @@
 // The morton-hive pieces of the zagg-ragged bindings: a hive's manifest, a leaf's commit stamp,
 // the root coverage MOC, leaf paths and the walk that finds leaves (spec zagg-ragged.md §4.7),
-// the §7 content hashes, and cells ↔ latitude/longitude. python/tessera/_ragged_hive.py builds the public functions on these.
-// Every call opens a local directory store and runs with the GIL released.
+// the §7 content hashes, and cells ↔ latitude/longitude. python/tessera/_ragged_hive.py builds the public functions on
+// these. Every call opens a local directory store and runs with the GIL released.
 #include <optional>
 #include <string>
 #include <vector>
@@ -136,8 +136,9 @@ py::list walk_leaves(const std::string& path) {
   }
   py::list out;
   for (const auto& leaf : leaves)
-    out.append(py::make_tuple(leaf.path, leaf.shard ? py::object(py::str(ragged::morton::to_decimal(*leaf.shard))) : py::object(py::none()),
-                              leaf.committed));
+    out.append(py::make_tuple(
+        leaf.path, leaf.shard ? py::object(py::str(ragged::morton::to_decimal(*leaf.shard))) : py::object(py::none()),
+        leaf.committed));
   return out;
 }
 
@@ -149,7 +150,8 @@ using IdArray = py::array_t<std::uint64_t, py::array::c_style | py::array::force
 IdArray cell_of(const DoubleArray& lat, const DoubleArray& lon, int order, const std::string& latitude) {
   if (order < 0 || order > 29) throw UsageError("cell order " + std::to_string(order) + " is outside 0…29");
   if (lat.size() != lon.size())
-    throw UsageError("lat and lon differ in length (" + std::to_string(lat.size()) + " and " + std::to_string(lon.size()) + ")");
+    throw UsageError("lat and lon differ in length (" + std::to_string(lat.size()) + " and " +
+                     std::to_string(lon.size()) + ")");
   const auto convention = ragged::geo::parse_latitude(latitude);
   IdArray out(lat.request().shape);
   const double *la = lat.data(), *lo = lon.data();
@@ -216,13 +218,20 @@ void bind_ragged_hive(py::module_& m) {
   m.def("ragged_manifest", &manifest, py::arg("path"));
   m.def("ragged_root_moc", &root_moc, py::arg("path"));
   m.def("ragged_has_exact_occupancy", &exact_occupancy, py::arg("path"));
-  m.def("ragged_leaf_path",
-        [](const std::string& shard, int grouping, const std::string& window) { return hive::leaf_path(shard, grouping, window); },
-        py::arg("shard"), py::arg("path_grouping") = 1, py::arg("window") = "");
-  m.def("ragged_shard_of_basename", [](const std::string& name) { return hive::shard_of_basename(name); }, py::arg("name"));
-  m.def("ragged_parse_word", [](const std::string& text) { return ragged::morton::parse_word_or_decimal(text); },
-        py::arg("text"));
-  m.def("ragged_to_decimal", [](std::uint64_t word) { return ragged::morton::to_decimal(word); }, py::arg("word"));
+  m.def(
+      "ragged_leaf_path",
+      [](const std::string& shard, int grouping, const std::string& window) {
+        return hive::leaf_path(shard, grouping, window);
+      },
+      py::arg("shard"), py::arg("path_grouping") = 1, py::arg("window") = "");
+  m.def(
+      "ragged_shard_of_basename", [](const std::string& name) { return hive::shard_of_basename(name); },
+      py::arg("name"));
+  m.def(
+      "ragged_parse_word", [](const std::string& text) { return ragged::morton::parse_word_or_decimal(text); },
+      py::arg("text"));
+  m.def(
+      "ragged_to_decimal", [](std::uint64_t word) { return ragged::morton::to_decimal(word); }, py::arg("word"));
   m.def("ragged_walk_leaves", &walk_leaves, py::arg("path"));
   m.def(
       "ragged_payload_fields",

@@ -65,7 +65,8 @@ const tet::Dataset& find_dataset(const TetFile& file, const std::string& name) {
   return *d;
 }
 
-Box box_from(const tet::Dataset& d, const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges) {
+Box box_from(const tet::Dataset& d,
+             const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges) {
   if (ranges.size() != d.ndim())
     throw UsageError("selection has " + std::to_string(ranges.size()) + " axes, dataset " + tet::quoted_name(d.name) +
                      " has " + std::to_string(d.ndim()));
@@ -165,8 +166,8 @@ class PyTetFile {
   }
 
   // Resolves a query-document `selection` (JSON text, labels allowed) to (start, stop, step) triples.
-  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> resolve(const std::string& name,
-                                                                              const std::string& selection_json) const {
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> resolve(
+      const std::string& name, const std::string& selection_json) const {
     const auto& d = find_dataset(*file_, name);
     const auto box = tet::resolve_selection(d, file_->metadata_of(name), tet::parse_selection_text(selection_json));
     std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> out;
@@ -174,8 +175,9 @@ class PyTetFile {
     return out;
   }
 
-  py::array read(const std::string& name, const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges,
-                 unsigned threads, bool allow_view) const {
+  py::array read(const std::string& name,
+                 const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges, unsigned threads,
+                 bool allow_view) const {
     const auto& d = find_dataset(*file_, name);
     const auto box = box_from(d, ranges);
     if (allow_view) {
@@ -197,7 +199,8 @@ class PyTetFile {
   }
 
   // Whether `read(name, ranges)` would return a view of the mapped file (no copy).
-  bool is_view(const std::string& name, const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges) const {
+  bool is_view(const std::string& name,
+               const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges) const {
     const auto& d = find_dataset(*file_, name);
     return chunk_view(file_, d, box_from(d, ranges)).has_value();
   }
@@ -279,7 +282,9 @@ class PyTetWriter {
 
   std::uint64_t chunk_rows(std::uint32_t id) { return live().chunk_rows(id); }
 
-  void set_metadata(const std::string& metadata_json) { live().metadata() = tet::parse_spilled_metadata(metadata_json); }
+  void set_metadata(const std::string& metadata_json) {
+    live().metadata() = tet::parse_spilled_metadata(metadata_json);
+  }
 
   void add_history(const std::string& op, const std::string& source, const std::string& at,
                    const std::vector<std::string>& parents, const std::map<std::string, std::string>& params) {
@@ -330,8 +335,8 @@ void bind_tet(py::module_& m) {
 
   m.def("tet_query", &run_query, py::arg("document"), py::arg("path"), py::arg("execute"), py::arg("preview"),
         py::arg("threads"), py::arg("device"));
-  m.def("tet_synth", &synth, py::arg("path"), py::arg("specs"), py::arg("seed"), py::arg("threads"),
-        py::arg("source"), py::arg("at"));
+  m.def("tet_synth", &synth, py::arg("path"), py::arg("specs"), py::arg("seed"), py::arg("threads"), py::arg("source"),
+        py::arg("at"));
 
   py::class_<PyTetWriter>(m, "TetWriter")
       .def(py::init<const std::string&, std::uint16_t, std::uint32_t, unsigned>(), py::arg("path"),

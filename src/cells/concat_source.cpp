@@ -14,9 +14,8 @@ void append(CsrBlock& out, const CsrBlock& piece) {
   const std::int64_t offset = out.indptr.back();
   for (std::size_t r = 1; r < piece.indptr.size(); ++r) out.indptr.push_back(piece.indptr[r] + offset);
   out.indices.insert(out.indices.end(), piece.indices.begin(), piece.indices.end());
-  const bool both_integers =
-      std::holds_alternative<std::vector<std::int64_t>>(out.values) &&
-      std::holds_alternative<std::vector<std::int64_t>>(piece.values);
+  const bool both_integers = std::holds_alternative<std::vector<std::int64_t>>(out.values) &&
+                             std::holds_alternative<std::vector<std::int64_t>>(piece.values);
   if (both_integers) {
     auto& v = std::get<std::vector<std::int64_t>>(out.values);
     const auto& p = std::get<std::vector<std::int64_t>>(piece.values);

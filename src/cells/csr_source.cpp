@@ -45,8 +45,8 @@ void canonicalize_values(const CsrBlock& b, const std::vector<T>& values, const 
       if (src < 0 || static_cast<std::uint64_t>(src) >= o.n_genes)
         detail::fail(o.tile_name, cell_label(o, r),
                      "column " + std::to_string(src) + " outside 0.." + std::to_string(o.n_genes - 1), "");
-      const std::uint32_t stored =
-          o.stored_of_source.empty() ? static_cast<std::uint32_t>(src) : o.stored_of_source[static_cast<std::size_t>(src)];
+      const std::uint32_t stored = o.stored_of_source.empty() ? static_cast<std::uint32_t>(src)
+                                                              : o.stored_of_source[static_cast<std::size_t>(src)];
       if (!row.empty() && stored <= row.back().first) sorted = false;
       row.emplace_back(stored, values[j]);
     }
@@ -77,10 +77,9 @@ void canonicalize_values(const CsrBlock& b, const std::vector<T>& values, const 
       };
       if constexpr (!std::is_integral_v<T>) {
         if (!std::isfinite(v) || v != std::floor(v))
-          detail::fail<NonIntegerCount>(o.tile_name, cell_label(o, r),
-                                        "gene " + std::to_string(gene) + " has value " + describe() +
-                                            "; counts must be finite integers",
-                                        "");
+          detail::fail<NonIntegerCount>(
+              o.tile_name, cell_label(o, r),
+              "gene " + std::to_string(gene) + " has value " + describe() + "; counts must be finite integers", "");
       }
       if (v < 0)
         detail::fail(o.tile_name, cell_label(o, r),
@@ -102,7 +101,8 @@ void canonicalize_values(const CsrBlock& b, const std::vector<T>& values, const 
 
 }  // namespace
 
-MemoryCsrSource::MemoryCsrSource(std::uint64_t n_genes, CsrBlock matrix) : n_genes_(n_genes), matrix_(std::move(matrix)) {}
+MemoryCsrSource::MemoryCsrSource(std::uint64_t n_genes, CsrBlock matrix)
+    : n_genes_(n_genes), matrix_(std::move(matrix)) {}
 
 void MemoryCsrSource::read_rows(std::uint64_t first, std::uint64_t count, CsrBlock& out) {
   if (first + count > matrix_.n_rows()) throw UsageError("read_rows past the end of the matrix");
@@ -121,8 +121,7 @@ void MemoryCsrSource::read_rows(std::uint64_t first, std::uint64_t count, CsrBlo
 CanonicalTile canonicalize(const CsrBlock& b, const CanonicalizeOptions& o) {
   const std::size_t entries = b.indices.size();
   const std::size_t n_values = std::visit([](const auto& v) { return v.size(); }, b.values);
-  if (b.indptr.empty() || b.indptr[0] != 0)
-    detail::fail(o.tile_name, "CSR block", "indptr must start at 0", "");
+  if (b.indptr.empty() || b.indptr[0] != 0) detail::fail(o.tile_name, "CSR block", "indptr must start at 0", "");
   for (std::size_t r = 0; r + 1 < b.indptr.size(); ++r)
     if (b.indptr[r + 1] < b.indptr[r])
       detail::fail(o.tile_name, "CSR block", "indptr decreases at row " + std::to_string(o.first_cell + r), "");

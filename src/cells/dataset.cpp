@@ -30,7 +30,8 @@ Dataset::Dataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Dataset::~Dataset() { close(); }
 
 std::unique_ptr<Dataset> Dataset::open(const std::string& path_or_uri, const OpenOptions& options) {
-  if (io::is_remote_uri(path_or_uri)) return open(std::shared_ptr<const io::Store>(io::open_store(path_or_uri)), options);
+  if (io::is_remote_uri(path_or_uri))
+    return open(std::shared_ptr<const io::Store>(io::open_store(path_or_uri)), options);
   const std::string path = local_path_of(path_or_uri);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw IoError("no such file or directory", path);
@@ -39,10 +40,10 @@ std::unique_ptr<Dataset> Dataset::open(const std::string& path_or_uri, const Ope
 }
 
 std::unique_ptr<Dataset> Dataset::open(std::shared_ptr<const io::Store> store, const OpenOptions& options) {
-  for (const auto& [name, v] : {std::pair{"max_cached_tiles", options.max_cached_tiles},
-                                std::pair{"max_prefetch_tiles", options.max_prefetch_tiles},
-                                std::pair{"io_threads", options.io_threads},
-                                std::pair{"decode_threads", options.decode_threads}})
+  for (const auto& [name, v] :
+       {std::pair{"max_cached_tiles", options.max_cached_tiles},
+        std::pair{"max_prefetch_tiles", options.max_prefetch_tiles}, std::pair{"io_threads", options.io_threads},
+        std::pair{"decode_threads", options.decode_threads}})
     if (v < 1) throw UsageError(std::string(name) + " must be at least 1, got " + std::to_string(v));
   const auto text = store->get("manifest.json");
   if (!text)
@@ -204,16 +205,12 @@ void Dataset::Impl::decode_into(Decoded& d, std::uint64_t t, const Tile& tile) {
   const std::size_t nnz = static_cast<std::size_t>(tile.nnz());
   const DecodeOptions how{.threads = options.decode_threads > 1 ? 0u : 1u};
   const auto run = [&] {
-    if (d.narrow)
-      tile.decode_narrow({d.genes.data(), nnz}, {d.counts.data(), nnz}, d.wide_counts, how);
-    else
-      tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, how);
+    if (d.narrow) tile.decode_narrow({d.genes.data(), nnz}, {d.counts.data(), nnz}, d.wide_counts, how);
+    else tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, how);
   };
   const auto t0 = std::chrono::steady_clock::now();
-  if (options.decode_threads > 1)
-    decode_arena->execute(run);
-  else
-    run();
+  if (options.decode_threads > 1) decode_arena->execute(run);
+  else run();
   count_decode(t0);
 }
 
@@ -261,10 +258,8 @@ void copy_row(const std::int32_t* idx, const std::int32_t* val, std::size_t len,
 #endif
   if (len == 0) return;  // an empty row may come with null pointers, which memcpy must not get
   std::memcpy(out_idx, idx, len * sizeof(std::int32_t));
-  if constexpr (std::is_same_v<V, std::int32_t>)
-    std::memcpy(out_val, val, len * sizeof(std::int32_t));
-  else
-    std::transform(val, val + len, out_val, [](std::int32_t v) { return static_cast<V>(v); });
+  if constexpr (std::is_same_v<V, std::int32_t>) std::memcpy(out_val, val, len * sizeof(std::int32_t));
+  else std::transform(val, val + len, out_val, [](std::int32_t v) { return static_cast<V>(v); });
 }
 
 #if defined(TESSERA_CELLS_AVX2)
@@ -302,12 +297,14 @@ void widen_row(const std::uint16_t* genes, const std::uint16_t* counts, std::siz
     const std::size_t align = 16;
 #endif
     const auto misaligned = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % align != 0; };
-    for (std::size_t k = 0; k < align / 4 && j < len && (misaligned(out_idx + j) || misaligned(out_val + j)); ++k, ++j) {
+    for (std::size_t k = 0; k < align / 4 && j < len && (misaligned(out_idx + j) || misaligned(out_val + j));
+         ++k, ++j) {
       out_idx[j] = genes[j];
       out_val[j] = static_cast<V>(counts[j]);
     }
 #if defined(TESSERA_CELLS_AVX2)
-    if (avx2 && !misaligned(out_idx + j) && !misaligned(out_val + j)) j = widen_avx2<V>(genes, counts, j, len, out_idx, out_val);
+    if (avx2 && !misaligned(out_idx + j) && !misaligned(out_val + j))
+      j = widen_avx2<V>(genes, counts, j, len, out_idx, out_val);
 #endif
     if ((reinterpret_cast<std::uintptr_t>(out_idx + j) - reinterpret_cast<std::uintptr_t>(out_val + j)) % 16 == 0 &&
         reinterpret_cast<std::uintptr_t>(out_idx + j) % 16 == 0) {
@@ -397,12 +394,12 @@ class BatchRequest {
         continue;
       }
       rows([&](std::size_t lo, std::size_t len, std::size_t dst) {
-        widen_row<V>(d.genes.data() + lo, d.counts.data() + lo, len, out_indices.data() + dst,
-                     out_values.data() + dst, stream);
+        widen_row<V>(d.genes.data() + lo, d.counts.data() + lo, len, out_indices.data() + dst, out_values.data() + dst,
+                     stream);
       });
       if (d.wide_counts.empty()) continue;
-      // Counts above 65535 were widened as 65535: overwrite them, after fencing the streamed
-      // stores so that these plain ones land last.
+        // Counts above 65535 were widened as 65535: overwrite them, after fencing the streamed
+        // stores so that these plain ones land last.
 #if defined(__SSE2__)
       if (stream) _mm_sfence();
 #endif

@@ -42,7 +42,7 @@ struct Dataset::Impl {
   std::map<std::uint64_t, Entry> cache;
   std::multiset<std::uint64_t> pinned;  // tiles of requests in progress: never evicted
   std::uint64_t clock = 0;
-  std::deque<std::uint64_t> queue;      // background fetches to start
+  std::deque<std::uint64_t> queue;  // background fetches to start
   std::vector<std::thread> fetchers;
   bool stopping = false;
 
@@ -77,10 +77,10 @@ struct Dataset::Impl {
   // most of every decode).
   struct AheadProgress {
     std::mutex mu;
-    std::condition_variable cv;       // `ready` set, or another chunk done
-    bool ready = false;               // tile fetched and buffer sized (or the fetch failed)
+    std::condition_variable cv;  // `ready` set, or another chunk done
+    bool ready = false;          // tile fetched and buffer sized (or the fetch failed)
     std::shared_ptr<const Tile> tile;
-    Decoded* buffer = nullptr;        // the job's buffer; stable until every chunk is done
+    Decoded* buffer = nullptr;  // the job's buffer; stable until every chunk is done
     std::size_t n_chunks = 0;
     std::atomic<std::size_t> next_chunk{0};
     std::size_t done = 0;                      // chunks finished (under mu)

@@ -50,7 +50,8 @@ class OutputDir {
     if (non_empty) {
       // Build beside the old dataset, swap when complete. Siblings a killed writer left
       // (`<out>.tmp<pid>` of a process that is gone) are removed first.
-      if (!final_.filename().empty()) io::remove_stale_temporaries(final_.parent_path(), final_.filename().string() + ".tmp");
+      if (!final_.filename().empty())
+        io::remove_stale_temporaries(final_.parent_path(), final_.filename().string() + ".tmp");
       root_ = fs::path(final_.string() + ".tmp" + std::to_string(::getpid()));
       fs::remove_all(root_, ec);
       make_dir(root_);
@@ -115,7 +116,8 @@ void check_options(const CsrBlockSource& source, const DatasetWriteOptions& o) {
                      std::to_string(kMaxZstdLevel));
   if (source.n_cells() < 1) throw UsageError("a dataset needs at least one cell");
   if (source.n_genes() < 1 || source.n_genes() > max_genes(o.version))
-    throw LimitError("n_genes " + std::to_string(source.n_genes()) + " outside 1.." + std::to_string(max_genes(o.version)) +
+    throw LimitError("n_genes " + std::to_string(source.n_genes()) + " outside 1.." +
+                     std::to_string(max_genes(o.version)) +
                      (o.version == kVersion1 ? " for version 1; write version 2 (--format-version 2)" : ""));
   if (!o.gene_order.empty() && o.gene_order.size() != source.n_genes())
     throw UsageError("gene order has " + std::to_string(o.gene_order.size()) + " entries for " +
@@ -185,60 +187,54 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
   arena.execute([&] {
     tbb::parallel_pipeline(
         in_flight,
-        tbb::make_filter<void, Job*>(
-            tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& fc) -> Job* {
-              if (next >= n_tiles) {
-                fc.stop();
-                return nullptr;
-              }
-              if (o.interrupted && o.interrupted()) throw Interrupted("interrupted; the partial output was removed");
-              Job* job = nullptr;
-              {
-                const std::lock_guard lock(jobs_mutex);
-                job = jobs.emplace(next, std::make_unique<Job>()).first->second.get();
-              }
-              job->index = next;
-              job->first = next * o.tile_size;
-              const std::uint64_t count = std::min(o.tile_size, n_cells - job->first);
-              source.read_rows(job->first, count, job->block);
-              if (job->block.n_rows() != count)
-                throw FormatError("source returned " + std::to_string(job->block.n_rows()) + " rows for " +
-                                  std::to_string(count) + " requested");
-              ++next;
-              return job;
-            }) &
-            tbb::make_filter<Job*, Job*>(
-                tbb::filter_mode::parallel,
-                [&](Job* job) {
-                  const std::string key = tile_key(job->index);
-                  CanonicalizeOptions co;
-                  co.n_genes = m.n_genes;
-                  co.max_value = max_count(o.version);
-                  co.stored_of_source = stored_of_source;
-                  co.tile_name = key;
-                  co.first_cell = job->first;
-                  co.version = o.version;
-                  co.locate = [&source](std::uint64_t cell) { return source.locate(cell); };
-                  CanonicalTile tile = canonicalize(job->block, co);
-                  job->block = CsrBlock{};  // release the input early: memory stays bounded
-                  const auto bytes = encode_tile({tile.indptr, tile.indices, tile.values, m.n_genes},
-                                                 {.version = o.version, .level = o.level, .n_chunks = o.n_chunks,
-                                                  .threads = o.threads, .name = key});
-                  io::write_file_atomic((out.root() / key).string(), bytes);
-                  test_hooks::point("cells.tile_written");
-                  job->written = {job->index, n_tiles, tile.indptr.size() - 1,
-                                  static_cast<std::uint64_t>(tile.indptr.back()), bytes.size()};
-                  return job;
-                }) &
-            tbb::make_filter<Job*, void>(tbb::filter_mode::serial_in_order, [&](Job* job) {
-              m.tile_cells.push_back(job->written.n_cells);
-              m.tile_nnz.push_back(job->written.nnz);
-              m.tile_bytes.push_back(job->written.bytes);
-              if (o.on_tile) o.on_tile(job->written);
-              const std::lock_guard lock(jobs_mutex);
-              jobs.erase(job->index);
-            }));
+        tbb::make_filter<void, Job*>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> Job* {
+          if (next >= n_tiles) {
+            fc.stop();
+            return nullptr;
+          }
+          if (o.interrupted && o.interrupted()) throw Interrupted("interrupted; the partial output was removed");
+          Job* job = nullptr;
+          {
+            const std::lock_guard lock(jobs_mutex);
+            job = jobs.emplace(next, std::make_unique<Job>()).first->second.get();
+          }
+          job->index = next;
+          job->first = next * o.tile_size;
+          const std::uint64_t count = std::min(o.tile_size, n_cells - job->first);
+          source.read_rows(job->first, count, job->block);
+          if (job->block.n_rows() != count)
+            throw FormatError("source returned " + std::to_string(job->block.n_rows()) + " rows for " +
+                              std::to_string(count) + " requested");
+          ++next;
+          return job;
+        }) & tbb::make_filter<Job*, Job*>(tbb::filter_mode::parallel, [&](Job* job) {
+          const std::string key = tile_key(job->index);
+          CanonicalizeOptions co;
+          co.n_genes = m.n_genes;
+          co.max_value = max_count(o.version);
+          co.stored_of_source = stored_of_source;
+          co.tile_name = key;
+          co.first_cell = job->first;
+          co.version = o.version;
+          co.locate = [&source](std::uint64_t cell) { return source.locate(cell); };
+          CanonicalTile tile = canonicalize(job->block, co);
+          job->block = CsrBlock{};  // release the input early: memory stays bounded
+          const auto bytes = encode_tile(
+              {tile.indptr, tile.indices, tile.values, m.n_genes},
+              {.version = o.version, .level = o.level, .n_chunks = o.n_chunks, .threads = o.threads, .name = key});
+          io::write_file_atomic((out.root() / key).string(), bytes);
+          test_hooks::point("cells.tile_written");
+          job->written = {job->index, n_tiles, tile.indptr.size() - 1, static_cast<std::uint64_t>(tile.indptr.back()),
+                          bytes.size()};
+          return job;
+        }) & tbb::make_filter<Job*, void>(tbb::filter_mode::serial_in_order, [&](Job* job) {
+          m.tile_cells.push_back(job->written.n_cells);
+          m.tile_nnz.push_back(job->written.nnz);
+          m.tile_bytes.push_back(job->written.bytes);
+          if (o.on_tile) o.on_tile(job->written);
+          const std::lock_guard lock(jobs_mutex);
+          jobs.erase(job->index);
+        }));
   });
   test_hooks::point("cells.tiles_done");
 

@@ -25,7 +25,8 @@ namespace tessera::cells {
 
 bool Dataset::decode_ahead(std::uint64_t tile, std::optional<std::uint64_t> keep) {
   if (tile >= n_tiles())
-    throw UsageError("tile " + std::to_string(tile) + " outside the valid range [0, " + std::to_string(n_tiles()) + ")");
+    throw UsageError("tile " + std::to_string(tile) + " outside the valid range [0, " + std::to_string(n_tiles()) +
+                     ")");
   return impl_->decode_ahead(tile, keep);
 }
 
@@ -108,7 +109,8 @@ void Dataset::Impl::ahead_loop() {
       p.cv.wait(lk, [&] { return p.done == p.n_chunks; });  // helpers finish their chunks
       ok = !p.error;
       if (ok && job.buffer.narrow)
-        for (const auto& list : p.wide) job.buffer.wide_counts.insert(job.buffer.wide_counts.end(), list.begin(), list.end());
+        for (const auto& list : p.wide)
+          job.buffer.wide_counts.insert(job.buffer.wide_counts.end(), list.begin(), list.end());
       if (ok) count_decode(t0);
     } else if (ok) {
       try {
@@ -136,10 +138,8 @@ void Dataset::Impl::decode_chunks(AheadProgress& p) {
     const auto nnz = static_cast<std::size_t>(p.tile->nnz());
     std::exception_ptr error;
     try {
-      if (d.narrow)
-        p.tile->decode_chunk_narrow(k, {d.genes.data(), nnz}, {d.counts.data(), nnz}, p.wide[k]);
-      else
-        p.tile->decode_chunk(k, {d.indices.data(), nnz}, {d.values.data(), nnz});
+      if (d.narrow) p.tile->decode_chunk_narrow(k, {d.genes.data(), nnz}, {d.counts.data(), nnz}, p.wide[k]);
+      else p.tile->decode_chunk(k, {d.indices.data(), nnz}, {d.values.data(), nnz});
     } catch (...) {
       error = std::current_exception();
     }

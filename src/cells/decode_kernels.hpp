@@ -92,20 +92,16 @@ struct CountWalk {
 #if defined(__SSE2__)
 template <bool Stream>
 inline void store128(void* p, __m128i v) noexcept {
-  if constexpr (Stream)
-    _mm_stream_si128(static_cast<__m128i*>(p), v);
-  else
-    _mm_storeu_si128(static_cast<__m128i*>(p), v);
+  if constexpr (Stream) _mm_stream_si128(static_cast<__m128i*>(p), v);
+  else _mm_storeu_si128(static_cast<__m128i*>(p), v);
 }
 
 // Four counts in 32-bit lanes, stored as V (int32 or float).
 template <bool Stream, typename V>
 inline void store_counts(V* p, __m128i v) noexcept {
   if constexpr (std::is_same_v<V, float>) {
-    if constexpr (Stream)
-      _mm_stream_ps(p, _mm_cvtepi32_ps(v));
-    else
-      _mm_storeu_ps(p, _mm_cvtepi32_ps(v));
+    if constexpr (Stream) _mm_stream_ps(p, _mm_cvtepi32_ps(v));
+    else _mm_storeu_ps(p, _mm_cvtepi32_ps(v));
   } else {
     store128<Stream>(p, v);
   }
@@ -121,14 +117,15 @@ inline void store_counts(V* p, __m128i v) noexcept {
 // beside them with psadbw and checked against n_genes: an index that is accepted is exact. With
 // `Stream` the output is written with aligned non-temporal stores.
 template <bool Stream, typename I>
-inline bool cell_genes_sse(const std::uint8_t* lo, const std::uint8_t* hi, std::uint64_t s, std::uint64_t end,
-                           I* idx, std::uint64_t n_genes) noexcept {
+inline bool cell_genes_sse(const std::uint8_t* lo, const std::uint8_t* hi, std::uint64_t s, std::uint64_t end, I* idx,
+                           std::uint64_t n_genes) noexcept {
   GeneWalk<I> w(lo, hi, s, idx);
 #if defined(__SSE2__)
   if constexpr (Stream) w.align(end, 16);
   std::uint64_t j = w.j;
   const __m128i z = _mm_setzero_si128();
-  __m128i carry = sizeof(I) == 4 ? _mm_set1_epi32(static_cast<int>(w.gene)) : _mm_set1_epi16(static_cast<short>(w.gene));
+  __m128i carry =
+      sizeof(I) == 4 ? _mm_set1_epi32(static_cast<int>(w.gene)) : _mm_set1_epi16(static_cast<short>(w.gene));
   __m128i zeros = z, sums = z;  // sums: 64-bit lanes, the low bytes' and the high bytes' totals
   for (; j + 8 <= end; j += 8) {
     const __m128i l = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(lo + j));
@@ -206,10 +203,8 @@ inline bool cpu_has_avx2() noexcept {
 // address.
 template <typename V>
 __attribute__((target("avx2"))) inline void stream_counts256(V* p, __m256i v) noexcept {
-  if constexpr (std::is_same_v<V, float>)
-    _mm256_stream_ps(p, _mm256_cvtepi32_ps(v));
-  else
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v);
+  if constexpr (std::is_same_v<V, float>) _mm256_stream_ps(p, _mm256_cvtepi32_ps(v));
+  else _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v);
 }
 
 // The int32 form handles cells of at most kAvx2CellMax nonzeros only: then the 32-bit running sum
@@ -227,8 +222,8 @@ __attribute__((target("avx2"))) inline bool cell_genes_avx2(const std::uint8_t* 
   std::uint64_t j = w.j;
   const std::uint32_t gene_before = w.gene;
   const __m128i z = _mm_setzero_si128();
-  __m256i carry = sizeof(I) == 4 ? _mm256_set1_epi32(static_cast<int>(w.gene))
-                                 : _mm256_set1_epi16(static_cast<short>(w.gene));
+  __m256i carry =
+      sizeof(I) == 4 ? _mm256_set1_epi32(static_cast<int>(w.gene)) : _mm256_set1_epi16(static_cast<short>(w.gene));
   __m128i mins = _mm_set1_epi16(-1), sum_lo = z, sum_hi = z;
   const __m256i last = _mm256_set1_epi32(7);
   for (; j + 16 <= end; j += 16) {
@@ -310,7 +305,8 @@ inline bool cell_genes(const std::uint8_t* lo, const std::uint8_t* hi, std::uint
                        std::uint64_t n_genes, bool stream) noexcept {
   if (!stream) return cell_genes_sse<false>(lo, hi, s, end, idx, n_genes);
 #if defined(TESSERA_CELLS_AVX2)
-  if ((sizeof(I) == 2 || end - s <= kAvx2CellMax) && cpu_has_avx2()) return cell_genes_avx2(lo, hi, s, end, idx, n_genes);
+  if ((sizeof(I) == 2 || end - s <= kAvx2CellMax) && cpu_has_avx2())
+    return cell_genes_avx2(lo, hi, s, end, idx, n_genes);
 #endif
   return cell_genes_sse<true>(lo, hi, s, end, idx, n_genes);
 }

@@ -48,7 +48,8 @@ EpochIterator::EpochIterator(Dataset& dataset, std::uint64_t batch_size, const E
   if (ds_.store().remote()) {
     const auto& open = ds_.options();
     const auto room = static_cast<std::uint64_t>(std::max(0, open.max_prefetch_tiles - 2));
-    o_.prefetch_tiles = std::max(o_.prefetch_tiles, std::min(static_cast<std::uint64_t>(std::max(0, open.io_threads)), room));
+    o_.prefetch_tiles =
+        std::max(o_.prefetch_tiles, std::min(static_cast<std::uint64_t>(std::max(0, open.io_threads)), room));
   }
   if (batch_size < 1) throw UsageError("batch_size must be at least 1");
   if (o_.world_size < 1 || o_.rank >= o_.world_size)
@@ -92,14 +93,16 @@ void EpochIterator::restart() {
   limit_ = batches_for(cells_of(tiles_));
   if (o_.even_batches) {
     for (std::uint64_t r = 0; r < o_.world_size; ++r)
-      for (std::uint64_t w = 0; w < o_.num_workers; ++w) limit_ = std::min(limit_, batches_for(cells_of(pair_tiles(r, w))));
+      for (std::uint64_t w = 0; w < o_.num_workers; ++w)
+        limit_ = std::min(limit_, batches_for(cells_of(pair_tiles(r, w))));
   }
   next_tile_ = 0;
   buffer_.clear();
   buffer_pos_ = 0;
   newest_start_ = 0;
   yielded_ = 0;
-  cell_rng_.emplace(std::initializer_list<std::uint64_t>{static_cast<std::uint64_t>(o_.seed), epoch_, 1, o_.rank, o_.worker});
+  cell_rng_.emplace(
+      std::initializer_list<std::uint64_t>{static_cast<std::uint64_t>(o_.seed), epoch_, 1, o_.rank, o_.worker});
   // No prefetch here: the first next() prefetches tiles 0 .. prefetch_tiles before reading tile 0,
   // and a constructor followed by set_epoch would otherwise fetch tiles of epoch 0 for nothing.
 }
@@ -116,7 +119,8 @@ bool EpochIterator::next(EpochBatch& out) {
     const std::uint64_t k = next_tile_++;
     // Tiles k+1 .. k+prefetch_tiles, with tile k itself first: naming it marks it as used in the
     // compressed cache, so making room for the tiles ahead evicts a finished tile, not this one.
-    const std::size_t ahead_end = std::min<std::size_t>(tiles_.size(), static_cast<std::size_t>(k + 1 + o_.prefetch_tiles));
+    const std::size_t ahead_end =
+        std::min<std::size_t>(tiles_.size(), static_cast<std::size_t>(k + 1 + o_.prefetch_tiles));
     ds_.prefetch(std::span(tiles_).subspan(k, ahead_end - k));
     // The buffer below grows by the manifest's tile_cells, a number from the file: the tile's own
     // header must confirm it first (D2 in the fetch), or a manifest claiming 2^60 cells would

@@ -13,8 +13,7 @@ namespace {
 std::uint64_t checked_frame_content_size(std::span<const std::byte> frame, const std::string& object,
                                          const std::string& structure, const char* frame_name, const char* rule) {
   const auto extent = zstd_frame_extent(frame);
-  if (!extent)
-    fail(object, structure, std::string(frame_name) + " frame is not a complete zstd frame", rule);
+  if (!extent) fail(object, structure, std::string(frame_name) + " frame is not a complete zstd frame", rule);
   if (extent->compressed_size != frame.size())
     fail(object, structure,
          std::string(frame_name) + " frame occupies " + std::to_string(extent->compressed_size) + " of its " +
@@ -25,8 +24,8 @@ std::uint64_t checked_frame_content_size(std::span<const std::byte> frame, const
   // Refused before anything is sized from it: the blocks cannot produce more than this.
   if (*content > extent->max_content)
     fail(object, structure,
-         std::string(frame_name) + " frame declares " + std::to_string(*content) + " bytes but its blocks hold at most " +
-             std::to_string(extent->max_content),
+         std::string(frame_name) + " frame declares " + std::to_string(*content) +
+             " bytes but its blocks hold at most " + std::to_string(extent->max_content),
          rule);
   return *content;
 }
@@ -57,8 +56,8 @@ void check_stream_frame(std::span<const std::byte> frame, std::uint64_t expected
   const std::uint64_t content = checked_frame_content_size(frame, object, structure, frame_name, "T19");
   if (content != expected)
     fail(object, structure,
-         std::string(frame_name) + " frame declares " + std::to_string(content) + " bytes, expected 2*n = " +
-             std::to_string(expected),
+         std::string(frame_name) + " frame declares " + std::to_string(content) +
+             " bytes, expected 2*n = " + std::to_string(expected),
          "T19");
 }
 

@@ -67,8 +67,7 @@ std::vector<std::int32_t> decode_gene_order(const io::ByteSource& src, std::uint
   } catch (const LimitError& e) {
     fail(object, "npy header", e.what(), "N1");
   }
-  if (h.dtype != DType::I32 && h.dtype != DType::I64)
-    fail(object, "npy header", "dtype must be <i4 or <i8", "N1");
+  if (h.dtype != DType::I32 && h.dtype != DType::I64) fail(object, "npy header", "dtype must be <i4 or <i8", "N1");
   if (h.shape.size() != 1 || h.shape[0] != n_genes)
     fail(object, "npy header", "shape must be (" + std::to_string(n_genes) + ",)", "N1");
   const std::size_t item = dtype_size(h.dtype);
@@ -116,8 +115,8 @@ std::vector<std::string> decode_var_names(std::string_view text, std::uint64_t n
   }
   if (names.size() != n_genes)
     fail(object, "lines",
-         (names.size() > n_genes ? "more than " : "") + std::to_string(names.size()) + " names, expected n_genes = " +
-             std::to_string(n_genes),
+         (names.size() > n_genes ? "more than " : "") + std::to_string(names.size()) +
+             " names, expected n_genes = " + std::to_string(n_genes),
          "N5");
   return names;
 }

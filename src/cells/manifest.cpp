@@ -19,12 +19,26 @@ using detail::fail;
 constexpr const char* kFormat = "deltacells-dataset";
 
 // §1.3 order; also the set of known keys.
-constexpr const char* kKeyOrder[] = {
-    "n_cells",         "n_genes",        "tile_size",         "tile_cells",         "tile_nnz",
-    "tile_bytes",      "n_chunks",       "zstd_level",        "has_gene_order",     "has_var_names",
-    "metadata",        "has_obs",        "obs_tiles_per_file", "obs_fingerprint",   "obs_shard_bytes",
-    "obs_shard_sha256", "has_var_table", "format",            "version"};
-constexpr const char* kRequired[] = {"format",   "version",  "n_cells",   "n_genes",   "tile_size",
+constexpr const char* kKeyOrder[] = {"n_cells",
+                                     "n_genes",
+                                     "tile_size",
+                                     "tile_cells",
+                                     "tile_nnz",
+                                     "tile_bytes",
+                                     "n_chunks",
+                                     "zstd_level",
+                                     "has_gene_order",
+                                     "has_var_names",
+                                     "metadata",
+                                     "has_obs",
+                                     "obs_tiles_per_file",
+                                     "obs_fingerprint",
+                                     "obs_shard_bytes",
+                                     "obs_shard_sha256",
+                                     "has_var_table",
+                                     "format",
+                                     "version"};
+constexpr const char* kRequired[] = {"format",     "version",  "n_cells",    "n_genes",  "tile_size",
                                      "tile_cells", "tile_nnz", "tile_bytes", "n_chunks", "zstd_level"};
 
 // Member access for the manifest's own wording: every type error is rule M5 on "key NAME".
@@ -79,7 +93,8 @@ struct Reader {
 };
 
 bool is_lower_hex(std::string_view s, std::size_t len) {
-  return s.size() == len && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return s.size() == len &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 void check_metadata_finite(const Json& v) {
@@ -116,9 +131,10 @@ Manifest Manifest::parse(std::string_view text, std::string_view object) {
   const bool version_ok = version && version->is_number_unsigned() &&
                           (version->get<std::uint64_t>() == kVersion1 || version->get<std::uint64_t>() == kVersion2);
   if (!version_ok)
-    fail(object, "key version",
-         "unsupported manifest version " + (version ? version->dump() : std::string("(missing)")) + " (expected 1 or 2)",
-         "M3");
+    fail(
+        object, "key version",
+        "unsupported manifest version " + (version ? version->dump() : std::string("(missing)")) + " (expected 1 or 2)",
+        "M3");
   for (const char* key : kRequired)
     if (!r.find(key)) fail(object, "key " + std::string(key), "required key is missing", "M4");
 
@@ -188,8 +204,10 @@ void Manifest::validate(std::string_view object) const {
   // M6
   if (n_cells < 1) bad("n_cells", "must be at least 1", "M6");
   if (n_genes < 1 || n_genes > max_genes(version))
-    bad("n_genes", std::to_string(n_genes) + " outside 1.." + std::to_string(max_genes(version)) + " for version " +
-                       std::to_string(version), "M6");
+    bad("n_genes",
+        std::to_string(n_genes) + " outside 1.." + std::to_string(max_genes(version)) + " for version " +
+            std::to_string(version),
+        "M6");
   if (tile_size < 1) bad("tile_size", "must be at least 1", "M6");
   if (n_chunks < 1) bad("n_chunks", "must be at least 1", "M6");
   for (const auto v : tile_cells)
@@ -198,8 +216,10 @@ void Manifest::validate(std::string_view object) const {
     if (v < TileHeader::kSize) bad("tile_bytes", "every tile is at least 64 bytes, found " + std::to_string(v), "M6");
   // M7
   if (tile_cells.size() != tile_nnz.size() || tile_cells.size() != tile_bytes.size())
-    bad("tile_cells", "tile_cells, tile_nnz and tile_bytes have lengths " + std::to_string(tile_cells.size()) + ", " +
-                          std::to_string(tile_nnz.size()) + ", " + std::to_string(tile_bytes.size()), "M7");
+    bad("tile_cells",
+        "tile_cells, tile_nnz and tile_bytes have lengths " + std::to_string(tile_cells.size()) + ", " +
+            std::to_string(tile_nnz.size()) + ", " + std::to_string(tile_bytes.size()),
+        "M7");
   if (tile_cells.empty()) bad("tile_cells", "a dataset has at least one tile", "M7");
   // M8
   std::uint64_t sum = 0;
@@ -212,17 +232,23 @@ void Manifest::validate(std::string_view object) const {
   // M9
   for (std::size_t i = 0; i + 1 < tile_cells.size(); ++i)
     if (tile_cells[i] != tile_size)
-      bad("tile_cells", "tile " + std::to_string(i) + " holds " + std::to_string(tile_cells[i]) +
-                            " cells; every tile but the last holds tile_size = " + std::to_string(tile_size), "M9");
+      bad("tile_cells",
+          "tile " + std::to_string(i) + " holds " + std::to_string(tile_cells[i]) +
+              " cells; every tile but the last holds tile_size = " + std::to_string(tile_size),
+          "M9");
   if (tile_cells.back() > tile_size)
-    bad("tile_cells", "the last tile holds " + std::to_string(tile_cells.back()) + " cells, more than tile_size " +
-                          std::to_string(tile_size), "M9");
+    bad("tile_cells",
+        "the last tile holds " + std::to_string(tile_cells.back()) + " cells, more than tile_size " +
+            std::to_string(tile_size),
+        "M9");
   // M10
   for (std::size_t i = 0; i < tile_nnz.size(); ++i) {
     const auto cap = mul_u64(tile_cells[i], n_genes);
     if (cap && tile_nnz[i] > *cap)
-      bad("tile_nnz", "tile " + std::to_string(i) + " has " + std::to_string(tile_nnz[i]) +
-                          " nonzeros, more than tile_cells * n_genes", "M10");
+      bad("tile_nnz",
+          "tile " + std::to_string(i) + " has " + std::to_string(tile_nnz[i]) +
+              " nonzeros, more than tile_cells * n_genes",
+          "M10");
   }
   // M11
   if (has_obs) {
@@ -230,8 +256,8 @@ void Manifest::validate(std::string_view object) const {
     if (!is_lower_hex(obs_fingerprint, 24)) bad("obs_fingerprint", "must be 24 lowercase hex digits", "M11");
     const std::uint64_t shards = (n_tiles() + obs_tiles_per_file - 1) / obs_tiles_per_file;
     if (obs_shard_bytes.size() != shards || obs_shard_sha256.size() != shards)
-      bad("obs_shard_bytes", "obs_shard_bytes and obs_shard_sha256 must both list " + std::to_string(shards) +
-                                 " shards", "M11");
+      bad("obs_shard_bytes",
+          "obs_shard_bytes and obs_shard_sha256 must both list " + std::to_string(shards) + " shards", "M11");
     for (const auto& h : obs_shard_sha256)
       if (!is_lower_hex(h, 64)) bad("obs_shard_sha256", "every hash is 64 lowercase hex digits", "M11");
     for (const auto b : obs_shard_bytes)

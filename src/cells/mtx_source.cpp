@@ -127,8 +127,7 @@ std::string lower(std::string_view s) {
 // The banner, the comments and the size line; `in` is left before the first entry.
 void read_matrix_header(LineReader& in, MtxDirectory& d) {
   std::string_view line;
-  if (!in.next(line) || !line.starts_with("%%MatrixMarket"))
-    fail_at(in, "missing the '%%MatrixMarket' banner");
+  if (!in.next(line) || !line.starts_with("%%MatrixMarket")) fail_at(in, "missing the '%%MatrixMarket' banner");
   Fields f(line.substr(14));
   std::string_view object, format, field, symmetry, extra;
   if (!f.next(object) || !f.next(format) || !f.next(field) || !f.next(symmetry) || f.next(extra))
@@ -140,9 +139,12 @@ void read_matrix_header(LineReader& in, MtxDirectory& d) {
   if (fl == "integer") d.field = MtxField::Integer;
   else if (fl == "real") d.field = MtxField::Real;
   else if (fl == "pattern") d.field = MtxField::Pattern;
-  else detail::fail<UnsupportedError>(in.path(), "line 1", "field '" + std::string(field) + "' is not integer, real or pattern", "");
+  else
+    detail::fail<UnsupportedError>(in.path(), "line 1",
+                                   "field '" + std::string(field) + "' is not integer, real or pattern", "");
   if (lower(symmetry) != "general")
-    detail::fail<UnsupportedError>(in.path(), "line 1", "symmetry '" + std::string(symmetry) + "' is not 'general'", "");
+    detail::fail<UnsupportedError>(in.path(), "line 1", "symmetry '" + std::string(symmetry) + "' is not 'general'",
+                                   "");
   while (in.next(line)) {
     if (line.starts_with('%')) continue;
     Fields s(line);

@@ -24,7 +24,6 @@ namespace tessera::cells {
 namespace obs_cache {
 namespace {
 
-
 constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 
 }  // namespace
@@ -236,7 +235,8 @@ std::string resolve_obs_cache_root(const std::string& cache_dir) {
   using obs_cache::expand_user;
   using obs_cache::normalize_path;
   if (!cache_dir.empty()) return normalize_path(expand_user(cache_dir));
-  if (const char* v = std::getenv("DELTACELLS_CACHE"); v != nullptr && *v != '\0') return normalize_path(expand_user(v));
+  if (const char* v = std::getenv("DELTACELLS_CACHE"); v != nullptr && *v != '\0')
+    return normalize_path(expand_user(v));
   if (const char* v = std::getenv("XDG_CACHE_HOME"); v != nullptr && *v != '\0')
     return normalize_path(std::string(v) + "/deltacells");
   // Path.home() / ".cache" / "deltacells" (Path.home(): $HOME, else the passwd entry).

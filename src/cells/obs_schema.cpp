@@ -19,14 +19,10 @@ constexpr const char* kFormat = "deltacells-obs";
 
 bool type_fits_kind(ObsKind kind, ColumnType type) {
   switch (kind) {
-    case ObsKind::Category:
-      return type == ColumnType::Int8 || type == ColumnType::Int16 || type == ColumnType::Int32;
-    case ObsKind::Numeric:
-      return type != ColumnType::Bool && type != ColumnType::String;
-    case ObsKind::Bool:
-      return type == ColumnType::Bool;
-    case ObsKind::String:
-      return type == ColumnType::String;
+    case ObsKind::Category: return type == ColumnType::Int8 || type == ColumnType::Int16 || type == ColumnType::Int32;
+    case ObsKind::Numeric: return type != ColumnType::Bool && type != ColumnType::String;
+    case ObsKind::Bool: return type == ColumnType::Bool;
+    case ObsKind::String: return type == ColumnType::String;
   }
   return false;
 }
@@ -108,21 +104,23 @@ ObsSchema ObsSchema::parse(std::string_view text, std::string_view object) {
     const std::string label = column_label(i, col.name);
     if (!c["kind"].is_string()) fail(object, label, "kind is not a string", "S4");
     const auto kind = obs_kind_from_name(c["kind"].get<std::string>());
-    if (!kind) fail(object, label, "kind '" + c["kind"].get<std::string>() + "' is not category, numeric, bool or string", "S4");
+    if (!kind)
+      fail(object, label, "kind '" + c["kind"].get<std::string>() + "' is not category, numeric, bool or string", "S4");
     col.kind = *kind;
     if (!c["arrow_type"].is_string()) fail(object, label, "arrow_type is not a string", "S5");
     const std::string arrow_type = c["arrow_type"].get<std::string>();
     if (arrow_type == "halffloat")
-      fail<UnsupportedError>(object, label,
-                             "stores halffloat (float16), which tessera does not support; exclude or convert the column",
-                             "S5");
+      fail<UnsupportedError>(
+          object, label, "stores halffloat (float16), which tessera does not support; exclude or convert the column",
+          "S5");
     const auto type = columnar::column_type_from_name(arrow_type);
     if (!type) fail(object, label, "arrow_type '" + arrow_type + "' is not a supported stored type", "S5");
     col.type = *type;
     const bool has_categories = c.contains("categories") && !c["categories"].is_null();
     if (has_categories != (col.kind == ObsKind::Category))
-      fail(object, label, col.kind == ObsKind::Category ? "is a category column without categories"
-                                                        : "has categories but is not a category column",
+      fail(object, label,
+           col.kind == ObsKind::Category ? "is a category column without categories"
+                                         : "has categories but is not a category column",
            "S4");
     if (has_categories) {
       if (!c["categories"].is_array()) fail(object, label, "categories is not a list", "S6");
@@ -235,7 +233,8 @@ std::string obs_fingerprint_payload(std::string_view schema_text, std::span<cons
 
 std::string obs_fingerprint(std::string_view schema_text, std::span<const std::string> shard_sha256,
                             std::span<const std::uint64_t> tile_cells) {
-  return codec::sha256_hex(codec::as_bytes(obs_fingerprint_payload(schema_text, shard_sha256, tile_cells))).substr(0, 24);
+  return codec::sha256_hex(codec::as_bytes(obs_fingerprint_payload(schema_text, shard_sha256, tile_cells)))
+      .substr(0, 24);
 }
 
 std::string obs_shard_key(std::uint64_t shard) {

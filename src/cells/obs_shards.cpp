@@ -31,18 +31,15 @@ bool readable_as(ColumnType read, ColumnType stored) {
     case ColumnType::Int8:
     case ColumnType::Int16:
     case ColumnType::UInt8:
-    case ColumnType::UInt16:
-      return read == ColumnType::Int32;
-    case ColumnType::UInt32:
-      return read == ColumnType::Int64 || read == ColumnType::Int32;
+    case ColumnType::UInt16: return read == ColumnType::Int32;
+    case ColumnType::UInt32: return read == ColumnType::Int64 || read == ColumnType::Int32;
     case ColumnType::Int32:
     case ColumnType::Int64:
     case ColumnType::UInt64:
     case ColumnType::Float:
     case ColumnType::Double:
     case ColumnType::Bool:
-    case ColumnType::String:
-      return false;
+    case ColumnType::String: return false;
   }
   return false;
 }
@@ -61,8 +58,9 @@ Column narrow(const Column& in, ColumnType stored, const std::string& where) {
         for (std::uint64_t i = 0; i < in.length; ++i) {
           const S v = in.value<S>(i);
           if (in.is_valid(i) && !std::in_range<D>(v))
-            fail(where, "", "value " + std::to_string(v) + " at row " + std::to_string(i) + " does not fit " +
-                                std::string(columnar::column_type_name(stored)),
+            fail(where, "",
+                 "value " + std::to_string(v) + " at row " + std::to_string(i) + " does not fit " +
+                     std::string(columnar::column_type_name(stored)),
                  "P5");
           const D d = static_cast<D>(v);
           std::memcpy(out.data.data() + i * sizeof(D), &d, sizeof(D));
@@ -111,7 +109,8 @@ ObsWritten write_obs(io::Store& store, const ObsWriteInput& input, std::span<con
     const std::uint64_t end = std::min(n_tiles, (s + 1) * input.tiles_per_file);
     std::vector<Column> group(specs.size());
     for (std::uint64_t t = s * input.tiles_per_file; t < end; ++t) {
-      for (std::size_t c = 0; c < specs.size(); ++c) group[c] = columnar::slice_rows(input.columns[c], first_row, tile_cells[t]);
+      for (std::size_t c = 0; c < specs.size(); ++c)
+        group[c] = columnar::slice_rows(input.columns[c], first_row, tile_cells[t]);
       writer.write_row_group(group);
       first_row += tile_cells[t];
     }
@@ -144,7 +143,8 @@ ObsSchemaFile read_obs_schema(const io::Store& store, bool canonical) {
   return file;
 }
 
-ObsShard open_obs_shard(const io::Store& store, const Manifest& manifest, const ObsSchema& schema, std::uint64_t shard) {
+ObsShard open_obs_shard(const io::Store& store, const Manifest& manifest, const ObsSchema& schema,
+                        std::uint64_t shard) {
   ObsShard out;
   out.index = shard;
   out.key = obs_shard_key(shard);
@@ -158,8 +158,9 @@ ObsShard open_obs_shard(const io::Store& store, const Manifest& manifest, const 
   out.source = std::make_unique<io::PrefetchingSource>(std::move(object));
   out.remote = store.remote();
   if (out.source->size() != manifest.obs_shard_bytes[shard])
-    fail(out.key, "", "has " + std::to_string(out.source->size()) + " bytes, the manifest says " +
-                          std::to_string(manifest.obs_shard_bytes[shard]),
+    fail(out.key, "",
+         "has " + std::to_string(out.source->size()) + " bytes, the manifest says " +
+             std::to_string(manifest.obs_shard_bytes[shard]),
          "P1");
   if (out.remote) {
     // The leading magic and a tail that normally holds the whole footer, in parallel: one round
@@ -172,14 +173,14 @@ ObsShard open_obs_shard(const io::Store& store, const Manifest& manifest, const 
   out.file = std::make_unique<columnar::ParquetFile>(columnar::ParquetFile::open(*out.source));
   const auto& cols = out.file->columns();
   if (cols.size() != schema.columns.size())
-    fail(out.key, "schema", std::to_string(cols.size()) + " columns, obs/schema.json lists " +
-                                std::to_string(schema.columns.size()),
+    fail(out.key, "schema",
+         std::to_string(cols.size()) + " columns, obs/schema.json lists " + std::to_string(schema.columns.size()),
          "P3");
   for (std::size_t i = 0; i < cols.size(); ++i) {
     const auto& want = schema.columns[i];
     if (cols[i].name != want.name)
-      fail(out.key, "column " + std::to_string(i), "is named '" + cols[i].name + "', obs/schema.json says '" + want.name + "'",
-           "P3");
+      fail(out.key, "column " + std::to_string(i),
+           "is named '" + cols[i].name + "', obs/schema.json says '" + want.name + "'", "P3");
     if (!cols[i].unsupported.empty())
       fail<UnsupportedError>(out.key, "column '" + want.name + "'", cols[i].unsupported, "P3");
     if (!readable_as(cols[i].type, want.type))
@@ -192,8 +193,9 @@ ObsShard open_obs_shard(const io::Store& store, const Manifest& manifest, const 
   const std::uint64_t end = std::min<std::uint64_t>(manifest.n_tiles(), out.first_tile + per_file);
   const auto& groups = out.file->row_groups();
   if (groups.size() != end - out.first_tile)
-    fail(out.key, "row groups", std::to_string(groups.size()) + " row groups for tiles " + std::to_string(out.first_tile) +
-                                    ".." + std::to_string(end - 1),
+    fail(out.key, "row groups",
+         std::to_string(groups.size()) + " row groups for tiles " + std::to_string(out.first_tile) + ".." +
+             std::to_string(end - 1),
          "P4");
   for (std::size_t g = 0; g < groups.size(); ++g)
     if (groups[g].num_rows != manifest.tile_cells[out.first_tile + g])
@@ -215,8 +217,9 @@ Column check_obs_chunk(Column chunk, const ObsColumnSchema& column, const std::s
       for (std::uint64_t i = 0; i < chunk.length; ++i) {
         const auto code = static_cast<std::int64_t>(chunk.value<T>(i));
         if (code < -1 || code >= n)
-          fail(where, "", "category code " + std::to_string(code) + " at row " + std::to_string(i) + " is outside -1.." +
-                              std::to_string(n - 1),
+          fail(where, "",
+               "category code " + std::to_string(code) + " at row " + std::to_string(i) + " is outside -1.." +
+                   std::to_string(n - 1),
                "P6");
       }
     }

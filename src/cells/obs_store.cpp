@@ -172,8 +172,8 @@ void ObsStore::Impl::check_known(const std::vector<std::string>& columns) const 
   for (const auto& c : columns)
     if (!schema.find(c)) unknown.push_back(c);
   if (!unknown.empty())
-    throw UsageError("unknown obs columns " + python_list_repr(unknown) + "; available: " +
-                     python_list_repr(schema.names()));
+    throw UsageError("unknown obs columns " + python_list_repr(unknown) +
+                     "; available: " + python_list_repr(schema.names()));
 }
 
 const std::vector<ObsShard>& ObsStore::Impl::open_shards() {
@@ -221,8 +221,9 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
     t.final_path = file_path(missing[j]);
     const std::string temp_name = obs_cache::cache_file_name(missing[j]) + suffix;
     if (temp_name.size() > NAME_MAX)
-      throw IoError("obs column '" + missing[j] + "': its temporary cache file name is longer than the file system allows",
-                    t.final_path);
+      throw IoError(
+          "obs column '" + missing[j] + "': its temporary cache file name is longer than the file system allows",
+          t.final_path);
     t.temp_path = t.final_path + suffix;
     t.sink = std::make_unique<obs_cache::PlainFileSink>(t.temp_path, "obs column '" + missing[j] + "'");
     const auto& col = schema.columns[t.column];

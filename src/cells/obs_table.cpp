@@ -195,18 +195,20 @@ std::vector<Column> encode_obs_table(const InputObsTable& table, const ObsSchema
                         table.source, "obs");
     c->values.check_shape();
     if (c->kind == ObsKind::Category) {
-      if (c->values.type != ColumnType::Int32) throw UsageError("obs: category codes of '" + col.name + "' must be int32");
+      if (c->values.type != ColumnType::Int32)
+        throw UsageError("obs: category codes of '" + col.name + "' must be int32");
       // Table code → stored code (global vocabulary), or the text when the column became string.
       std::vector<std::int32_t> global;
       if (col.kind == ObsKind::Category) {
         std::unordered_map<std::string_view, std::int32_t> index;
-        for (std::size_t i = 0; i < col.categories.size(); ++i) index.emplace(col.categories[i], static_cast<std::int32_t>(i));
+        for (std::size_t i = 0; i < col.categories.size(); ++i)
+          index.emplace(col.categories[i], static_cast<std::int32_t>(i));
         for (const auto& v : c->categories) {
           const auto it = index.find(v);
           if (it == index.end())
-            throw FormatError(table.source + ": obs column '" + col.name + "': category '" + v +
-                                  "' is not in the vocabulary",
-                              table.source, "obs");
+            throw FormatError(
+                table.source + ": obs column '" + col.name + "': category '" + v + "' is not in the vocabulary",
+                table.source, "obs");
           global.push_back(it->second);
         }
       }
@@ -214,8 +216,9 @@ std::vector<Column> encode_obs_table(const InputObsTable& table, const ObsSchema
       for (std::uint64_t i = 0; i < c->values.length; ++i) {
         const std::int32_t code = c->values.value<std::int32_t>(i);
         if (code < -1 || code >= static_cast<std::int64_t>(c->categories.size()))
-          throw FormatError(table.source + ": obs column '" + col.name + "': code " + std::to_string(code) + " at row " +
-                                std::to_string(i) + " is outside -1.." + std::to_string(c->categories.size() - 1),
+          throw FormatError(table.source + ": obs column '" + col.name + "': code " + std::to_string(code) +
+                                " at row " + std::to_string(i) + " is outside -1.." +
+                                std::to_string(c->categories.size() - 1),
                             table.source, "obs");
         if (col.kind == ObsKind::String) {
           if (code < 0) enc.append_string(std::nullopt);
@@ -223,15 +226,17 @@ std::vector<Column> encode_obs_table(const InputObsTable& table, const ObsSchema
           continue;
         }
         const std::int32_t g = code < 0 ? -1 : global[static_cast<std::size_t>(code)];
-        columnar::visit_value_type(col.type, [&](auto tag) { enc.append<decltype(tag)>(static_cast<decltype(tag)>(g)); });
+        columnar::visit_value_type(col.type,
+                                   [&](auto tag) { enc.append<decltype(tag)>(static_cast<decltype(tag)>(g)); });
       }
       out.push_back(std::move(enc));
     } else if (col.kind == ObsKind::Numeric) {
       out.push_back(convert_numeric(c->values, col.type));
     } else {
       if (c->values.type != col.type)
-        throw UsageError("obs: column '" + col.name + "' holds " + std::string(columnar::column_type_name(c->values.type)) +
-                         " values for kind " + std::string(obs_kind_name(col.kind)));
+        throw UsageError("obs: column '" + col.name + "' holds " +
+                         std::string(columnar::column_type_name(c->values.type)) + " values for kind " +
+                         std::string(obs_kind_name(col.kind)));
       out.push_back(c->values);
     }
   }

@@ -45,7 +45,8 @@ void gather_as_double(const std::vector<const ArrowArrayView*>& tiles, std::span
   std::byte* dst = out.data.data();
   for (const CellPlace p : places) {
     const ArrowArrayView& v = *tiles[p.tile];
-    const double d = v.is_valid(p.row) ? static_cast<double>(v.value<T>(p.row)) : std::numeric_limits<double>::quiet_NaN();
+    const double d =
+        v.is_valid(p.row) ? static_cast<double>(v.value<T>(p.row)) : std::numeric_limits<double>::quiet_NaN();
     std::memcpy(dst, &d, sizeof d);
     dst += sizeof d;
   }
@@ -60,7 +61,8 @@ void gather_validity(const std::vector<const ArrowArrayView*>& tiles, std::span<
     }
   if (!any_null) return;
   out.validity.resize(places.size());
-  for (std::size_t i = 0; i < places.size(); ++i) out.validity[i] = tiles[places[i].tile]->is_valid(places[i].row) ? 1 : 0;
+  for (std::size_t i = 0; i < places.size(); ++i)
+    out.validity[i] = tiles[places[i].tile]->is_valid(places[i].row) ? 1 : 0;
 }
 
 Column gather(const ObsColumnSchema& schema, const ObsCacheFile& file, std::span<const CellPlace> places) {
@@ -152,9 +154,9 @@ std::shared_ptr<const ObsCacheFile> open_obs_cache_file(const std::string& path,
                           " fields, expected 1 (C7)",
                       path, "schema");
   if (file.fields()[0].name != column.name)
-    throw FormatError("obs cache file of column " + name + " has a field named " + quoted(file.fields()[0].name) +
-                          " (C7)",
-                      path, "schema");
+    throw FormatError(
+        "obs cache file of column " + name + " has a field named " + quoted(file.fields()[0].name) + " (C7)", path,
+        "schema");
   if (file.fields()[0].type != column.type)
     throw FormatError("obs cache file of column " + name + " stores " +
                           std::string(columnar::column_type_name(file.fields()[0].type)) + ", the schema says " +
@@ -224,9 +226,9 @@ std::shared_ptr<const ObsCacheFile> ObsStore::Impl::cache_file(const std::string
       // C9: delete it (unless another process has replaced it meanwhile) and build it once more.
       if (identity && identity == file_identity(path)) ::unlink(path.c_str());
       if (attempt > 0)
-        throw FormatError("obs cache file of column " + quoted(column) + " is still invalid after rebuilding it: " +
-                              e.what(),
-                          path, e.structure());
+        throw FormatError(
+            "obs cache file of column " + quoted(column) + " is still invalid after rebuilding it: " + e.what(), path,
+            e.structure());
       if (options.warn)
         options.warn("deleted corrupt obs cache file " + path + " (" + e.what() + "); localizing column " +
                      quoted(column) + " again");
@@ -257,8 +259,9 @@ std::vector<ObsTakeColumn> ObsStore::take(std::span<const std::int64_t> cells, s
   if (!missing.empty()) {
     s.localize(missing, 0);
     if (s.options.warn)
-      s.options.warn("obs columns " + python_list_repr(missing) +
-                     " were not local and were localized now; localize them before training (tessera cells obs localize)");
+      s.options.warn(
+          "obs columns " + python_list_repr(missing) +
+          " were not local and were localized now; localize them before training (tessera cells obs localize)");
   }
 
   std::vector<std::shared_ptr<const ObsCacheFile>> files;

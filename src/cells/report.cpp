@@ -30,10 +30,16 @@ void append_utf8_repr(std::string& out, std::string_view s, char quote) {
       out += '\\';
       out += static_cast<char>(c);
       ++i;
-    } else if (c == '\t') { out += "\\t"; ++i; }
-    else if (c == '\n') { out += "\\n"; ++i; }
-    else if (c == '\r') { out += "\\r"; ++i; }
-    else if (c < 0x20 || c == 0x7f) {
+    } else if (c == '\t') {
+      out += "\\t";
+      ++i;
+    } else if (c == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (c == '\r') {
+      out += "\\r";
+      ++i;
+    } else if (c < 0x20 || c == 0x7f) {
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
       ++i;
@@ -44,7 +50,8 @@ void append_utf8_repr(std::string& out, std::string_view s, char quote) {
       // Decode one code point (the input is valid UTF-8: it came from a JSON parser).
       const std::size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
       std::uint32_t cp = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
-      for (std::size_t k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+      for (std::size_t k = 1; k < len && i + k < s.size(); ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
       if ((cp >= 0x80 && cp <= 0xa0) || cp == 0xad) {
         std::snprintf(buf, sizeof buf, "\\x%02x", cp);
         out += buf;
@@ -133,7 +140,8 @@ ObsSummary summarize_obs(Dataset& ds, const InfoOptions& o) {
     ++out.kinds[std::string(obs_kind_name(c.kind))];
     std::error_code ec;
     out.localized += std::filesystem::exists(
-        std::filesystem::path(out.cache_root) / m.obs_fingerprint / "obs" / (quote_column_file_name(c.name) + ".arrow"), ec);
+        std::filesystem::path(out.cache_root) / m.obs_fingerprint / "obs" / (quote_column_file_name(c.name) + ".arrow"),
+        ec);
   }
   out.columns = schema.columns.size();
   for (const auto b : m.obs_shard_bytes) out.bytes += b;
@@ -191,14 +199,16 @@ std::string render_info(Dataset& ds, const InfoOptions& o) {
   // A remote dataset is shown by its URL; a local one as `local:` + its absolute path.
   s += label("dataset:") + (o.display_path.find("://") == std::string::npos ? "local:" : "") + o.display_path + "\n";
   s += label("cells x genes:") + std::to_string(m.n_cells) + " x " + std::to_string(m.n_genes) + "\n";
-  s += label("tiles:") + std::to_string(m.n_tiles()) + " of " + std::to_string(m.tile_size) + " cells (last: " +
-       std::to_string(m.tile_cells.back()) + ")\n";
-  s += label("nonzeros:") + std::to_string(nnz) + " (" + format_fixed(static_cast<double>(nnz) / cells, 0) + " per cell)\n";
-  s += label("size:") + format_fixed(static_cast<double>(bytes) / 1e6, 1) + " MB = " +
-       format_fixed(static_cast<double>(bytes) / cells / 1e3, 2) + " kB per cell, " +
+  s += label("tiles:") + std::to_string(m.n_tiles()) + " of " + std::to_string(m.tile_size) +
+       " cells (last: " + std::to_string(m.tile_cells.back()) + ")\n";
+  s += label("nonzeros:") + std::to_string(nnz) + " (" + format_fixed(static_cast<double>(nnz) / cells, 0) +
+       " per cell)\n";
+  s += label("size:") + format_fixed(static_cast<double>(bytes) / 1e6, 1) +
+       " MB = " + format_fixed(static_cast<double>(bytes) / cells / 1e3, 2) + " kB per cell, " +
        (nnz == 0 ? std::string("n/a") : format_fixed(static_cast<double>(bytes) / static_cast<double>(nnz), 3)) +
        " bytes per nonzero\n";
-  s += label("layout:") + std::to_string(m.n_chunks) + " chunks per tile, zstd level " + std::to_string(m.zstd_level) + "\n";
+  s += label("layout:") + std::to_string(m.n_chunks) + " chunks per tile, zstd level " + std::to_string(m.zstd_level) +
+       "\n";
   s += label("gene order:") + (m.has_gene_order ? "stored (gene_order.npy)" : "as in the source") +
        "; var names: " + (m.has_var_names ? "yes" : "no") + "\n";
   s += label("obs:") + (m.has_obs ? obs_summary_text(summarize_obs(ds, o)) : std::string("none")) + "\n";
@@ -280,12 +290,14 @@ VerifyResult verify_dataset(Dataset& ds, const VerifyOptions& o) {
     ds.var_names();
     const auto text = ds.store().get("var_names.txt");
     if (text && splitlines_differs({reinterpret_cast<const char*>(text->data()), text->size()}))
-      warn("var_names.txt holds line boundaries other than \\n; the Python reference (splitlines) would read "
-           "different names");
+      warn(
+          "var_names.txt holds line boundaries other than \\n; the Python reference (splitlines) would read "
+          "different names");
   }
   if (m.has_var_table) {
     const auto var = ds.store().open("var.parquet");
-    if (!var) throw FormatError("var.parquet: is missing (the manifest says the dataset has a var table) (P8)", "var.parquet");
+    if (!var)
+      throw FormatError("var.parquet: is missing (the manifest says the dataset has a var table) (P8)", "var.parquet");
     (void)read_var_parquet(*var, m.n_genes);
   }
   VerifyResult result{n, m.n_cells, false, 0};

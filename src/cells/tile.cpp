@@ -62,8 +62,8 @@ void Tile::parse_stages(const TileOptions& options) {
          "total_size " + std::to_string(h.total_size) + " != object size " + std::to_string(object_size_), "T6");
   if (h.n_genes < 1 || h.n_genes > max_genes(h.version))
     fail(obj, "header",
-         "n_genes " + std::to_string(h.n_genes) + " outside 1.." + std::to_string(max_genes(h.version)) + " for version " +
-             std::to_string(h.version),
+         "n_genes " + std::to_string(h.n_genes) + " outside 1.." + std::to_string(max_genes(h.version)) +
+             " for version " + std::to_string(h.version),
          "T7");
   const std::uint64_t entry_size = ChunkEntry::size_for(h.version);
   // n_chunks is a u32, so 64 + 96 * n_chunks cannot overflow 64 bits.
@@ -81,8 +81,9 @@ void Tile::parse_stages(const TileOptions& options) {
   const auto indptr_len = mul_u64(8, add_u64(h.n_cells, 1).value_or(0));
   const auto indptr_end = h.n_cells == UINT64_MAX || !indptr_len ? std::nullopt : add_u64(h.indptr_off, *indptr_len);
   if (!indptr_end || *indptr_end > h.total_size)
-    fail(obj, "indptr", "indptr of " + std::to_string(h.n_cells) + " cells does not fit in total_size " +
-                            std::to_string(h.total_size), "T9");
+    fail(obj, "indptr",
+         "indptr of " + std::to_string(h.n_cells) + " cells does not fit in total_size " + std::to_string(h.total_size),
+         "T9");
 
   // ---- Stage 1: chunk table --------------------------------------------------------------
   chunks_.reserve(h.n_chunks);
@@ -177,7 +178,8 @@ void Tile::parse_stages(const TileOptions& options) {
   }
   if (static_cast<std::uint64_t>(indptr_[h.n_cells]) != h.nnz)
     fail(obj, "indptr",
-         "indptr[n_cells] is " + std::to_string(indptr_[h.n_cells]) + ", header nnz is " + std::to_string(h.nnz), "T16");
+         "indptr[n_cells] is " + std::to_string(indptr_[h.n_cells]) + ", header nnz is " + std::to_string(h.nnz),
+         "T16");
   for (std::size_t k = 0; k < chunks_.size(); ++k) {
     const ChunkEntry& e = chunks_[k];
     if (static_cast<std::uint64_t>(indptr_[e.cell_lo]) != e.nnz_lo ||

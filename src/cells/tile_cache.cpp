@@ -29,20 +29,22 @@ std::shared_ptr<const Tile> Dataset::Impl::fetch(std::uint64_t t) {
          "version " + std::to_string(tile->version()) + " != manifest version " + std::to_string(m.version), "D1");
   if (tile->n_cells() != m.tile_cells[t] || tile->n_genes() != m.n_genes)
     fail(key, "header",
-         "tile " + std::to_string(t) + " does not match the manifest: " + std::to_string(tile->n_cells()) + " cells x " +
-             std::to_string(tile->n_genes()) + " genes, manifest says " + std::to_string(m.tile_cells[t]) + " x " +
-             std::to_string(m.n_genes),
+         "tile " + std::to_string(t) + " does not match the manifest: " + std::to_string(tile->n_cells()) +
+             " cells x " + std::to_string(tile->n_genes()) + " genes, manifest says " +
+             std::to_string(m.tile_cells[t]) + " x " + std::to_string(m.n_genes),
          "D2");
   if (tile->nnz() != m.tile_nnz[t])
-    throw TileCountMismatch(t,
-                            detail::rule_text(key, "header",
-                                              "nonzero count " + std::to_string(tile->nnz()) +
-                                                  " differs from the manifest's tile_nnz " + std::to_string(m.tile_nnz[t]),
-                                              "D3"),
-                            key);
+    throw TileCountMismatch(
+        t,
+        detail::rule_text(key, "header",
+                          "nonzero count " + std::to_string(tile->nnz()) + " differs from the manifest's tile_nnz " +
+                              std::to_string(m.tile_nnz[t]),
+                          "D3"),
+        key);
   if (src->size() != m.tile_bytes[t])
     fail(key, "",
-         "object is " + std::to_string(src->size()) + " bytes, manifest tile_bytes says " + std::to_string(m.tile_bytes[t]),
+         "object is " + std::to_string(src->size()) + " bytes, manifest tile_bytes says " +
+             std::to_string(m.tile_bytes[t]),
          "D4");
   const double secs = seconds_since(t0);
   std::lock_guard lk(cache_mu);

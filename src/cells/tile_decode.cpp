@@ -100,7 +100,8 @@ void Tile::decode_one(std::size_t k, I* indices, V* values, std::vector<WideCoun
             const std::uint32_t payload = gexc.payloads[next_g];
             if (gap != kMaxStoredU16)
               fail(name_, structure,
-                   "gexc position " + std::to_string(j) + " has stored gap " + std::to_string(gap) + ", not 65535", "X4");
+                   "gexc position " + std::to_string(j) + " has stored gap " + std::to_string(gap) + ", not 65535",
+                   "X4");
             if (payload < 1 || payload > n_genes - 1)
               fail(name_, structure,
                    "gexc payload " + std::to_string(payload) + " at position " + std::to_string(j) + " outside 1.." +
@@ -126,7 +127,8 @@ void Tile::decode_one(std::size_t k, I* indices, V* values, std::vector<WideCoun
         }
       }
       if (repeated)
-        fail(name_, structure, "cell " + std::to_string(r) + " repeats a gene (a stored gap of 0 after its first)", "T20");
+        fail(name_, structure, "cell " + std::to_string(r) + " repeats a gene (a stored gap of 0 after its first)",
+             "T20");
       if (gene >= n_genes)
         fail(name_, structure,
              "cell " + std::to_string(r) + " reaches gene index " + std::to_string(gene) + ", not below n_genes " +
@@ -159,15 +161,16 @@ void Tile::decode_one(std::size_t k, I* indices, V* values, std::vector<WideCoun
     const std::uint32_t stored = vlo[pos] | (std::uint32_t{vhi[pos]} << 8);
     if (stored != kMaxStoredU16)
       fail(name_, structure,
-           "vexc position " + std::to_string(pos) + " has stored count " + std::to_string(stored) + ", not 65535", "X3");
+           "vexc position " + std::to_string(pos) + " has stored count " + std::to_string(stored) + ", not 65535",
+           "X3");
     if (payload < kMaxStoredU16 + 1 || payload > kMaxCountV2)
       fail(name_, structure,
-           "vexc payload " + std::to_string(payload) + " at position " + std::to_string(pos) + " outside 65536..2147483647",
+           "vexc payload " + std::to_string(payload) + " at position " + std::to_string(pos) +
+               " outside 65536..2147483647",
            "X3");
     if constexpr (sizeof(V) == 2)
       wide->push_back({e.nnz_lo + pos, payload});  // the narrow output keeps the stored 65535
-    else
-      val[pos] = static_cast<V>(payload);
+    else val[pos] = static_cast<V>(payload);
   }
 }
 

@@ -30,7 +30,8 @@ std::string version_hint(std::uint32_t version) {
 }
 
 // Fills the planar streams and exception lists of one chunk from canonical CSR.
-void build_chunk(const TileCsr& csr, EncodedChunk& c, std::vector<std::byte>& gap_raw, std::vector<std::byte>& val_raw) {
+void build_chunk(const TileCsr& csr, EncodedChunk& c, std::vector<std::byte>& gap_raw,
+                 std::vector<std::byte>& val_raw) {
   const std::uint64_t n = c.nnz_hi - c.nnz_lo;
   gap_raw.assign(static_cast<std::size_t>(2 * n), std::byte{0});
   val_raw.assign(static_cast<std::size_t>(2 * n), std::byte{0});
@@ -80,19 +81,22 @@ void check_input(const TileCsr& csr, const TileEncodeOptions& o) {
     throw UsageError(obj + ": CSR indptr must be non-empty and start at 0", obj);
   const std::uint64_t n_cells = csr.indptr.size() - 1;
   for (std::uint64_t r = 0; r < n_cells; ++r)
-    if (csr.indptr[r + 1] < csr.indptr[r]) throw UsageError(obj + ": CSR indptr decreases at cell " + std::to_string(r), obj);
+    if (csr.indptr[r + 1] < csr.indptr[r])
+      throw UsageError(obj + ": CSR indptr decreases at cell " + std::to_string(r), obj);
   const auto nnz = static_cast<std::uint64_t>(csr.indptr[n_cells]);
   if (csr.indices.size() != nnz || csr.values.size() != nnz)
     throw UsageError(obj + ": CSR indices/values length differs from indptr[-1]", obj);
   const std::uint32_t max_value = max_count(o.version);
   for (std::uint64_t r = 0; r < n_cells; ++r) {
     for (auto j = static_cast<std::uint64_t>(csr.indptr[r]); j < static_cast<std::uint64_t>(csr.indptr[r + 1]); ++j) {
-      if (csr.indices[j] >= csr.n_genes || (j > static_cast<std::uint64_t>(csr.indptr[r]) && csr.indices[j] <= csr.indices[j - 1]))
+      if (csr.indices[j] >= csr.n_genes ||
+          (j > static_cast<std::uint64_t>(csr.indptr[r]) && csr.indices[j] <= csr.indices[j - 1]))
         throw UsageError(obj + ": cell " + std::to_string(r) +
                              ": gene indices are not strictly increasing below n_genes (canonicalize the input first)",
                          obj);
       if (csr.values[j] == 0)
-        throw UsageError(obj + ": cell " + std::to_string(r) + ": explicit zero count (canonicalize the input first)", obj);
+        throw UsageError(obj + ": cell " + std::to_string(r) + ": explicit zero count (canonicalize the input first)",
+                         obj);
       if (csr.values[j] > max_value)
         detail::fail<LimitError>(obj, "cell " + std::to_string(r),
                                  "gene " + std::to_string(csr.indices[j]) + " has count " +
@@ -116,8 +120,8 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> chunk_bounds(std::span<cons
   for (std::uint64_t i = 1; i < k; ++i) {
     const double v = static_cast<double>(i) * step;
     // Lower bound in double precision over the non-decreasing indptr.
-    const auto it = std::partition_point(indptr.begin(), indptr.end(),
-                                         [v](std::int64_t x) { return static_cast<double>(x) < v; });
+    const auto it =
+        std::partition_point(indptr.begin(), indptr.end(), [v](std::int64_t x) { return static_cast<double>(x) < v; });
     cuts.push_back(static_cast<std::uint64_t>(it - indptr.begin()));
   }
   cuts.push_back(n_cells);
@@ -141,8 +145,8 @@ std::vector<std::byte> encode_tile(const TileCsr& csr, const TileEncodeOptions& 
     c.nnz_lo = static_cast<std::uint64_t>(csr.indptr[c.cell_lo]);
     c.nnz_hi = static_cast<std::uint64_t>(csr.indptr[c.cell_hi]);
     if (o.version == kVersion2 && c.nnz_hi - c.nnz_lo >= (std::uint64_t{1} << 32))
-      detail::fail<LimitError>(o.name, detail::chunk_label(m),
-                               "holds 2^32 or more nonzeros; request more chunks", "T12");
+      detail::fail<LimitError>(o.name, detail::chunk_label(m), "holds 2^32 or more nonzeros; request more chunks",
+                               "T12");
   }
 
   const codec::ZstdOptions zopt{.level = o.level, .content_size = true, .checksum = false};
@@ -173,7 +177,8 @@ std::vector<std::byte> encode_tile(const TileCsr& csr, const TileEncodeOptions& 
       if (count > limit)
         detail::fail<LimitError>(o.name, "",
                                  std::to_string(count) + " " + kind + " exceptions exceed the limit of " +
-                                     std::to_string(limit) + " (max(1024, nnz / 200)); data with so many counts above "
+                                     std::to_string(limit) +
+                                     " (max(1024, nnz / 200)); data with so many counts above "
                                      "65,535 is not raw counts",
                                  "");
     }

@@ -33,9 +33,9 @@ struct TransposedCsrSource::Impl {
     entries->scan(false, [&](const EntryBlock& b) {
       for (const std::int64_t c : b.cells) {
         if (c < 0 || static_cast<std::uint64_t>(c) >= n_cells)
-          throw FormatError(entries->name() + ": cell " + std::to_string(c) + " outside 0.." +
-                                std::to_string(n_cells - 1),
-                            entries->name());
+          throw FormatError(
+              entries->name() + ": cell " + std::to_string(c) + " outside 0.." + std::to_string(n_cells - 1),
+              entries->name());
         ++per_cell[static_cast<std::size_t>(c) + 1];
       }
     });

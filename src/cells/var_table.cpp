@@ -98,8 +98,7 @@ std::string pandas_metadata(const VarTable& t, const std::string& index_field) {
   Json columns = Json::array();
   for (std::size_t i = 0; i < t.columns.size(); ++i)
     columns.push_back(column_metadata(Json(t.column_names[i]), t.column_names[i], t.columns[i]));
-  columns.push_back(
-      column_metadata(t.index_name.empty() ? Json(nullptr) : Json(t.index_name), index_field, t.index));
+  columns.push_back(column_metadata(t.index_name.empty() ? Json(nullptr) : Json(t.index_name), index_field, t.index));
 
   Json root = Json::object();
   root["index_columns"] = Json::array({index_field});

@@ -61,9 +61,9 @@ std::size_t RecordReader::find_record_end(std::uint64_t& lines) {
     return std::string::npos;
   }
   if (scan_.quoted)
-    throw FormatError(name_ + ": line " + std::to_string(next_line_) +
-                          ": a quoted field is not closed before the end of the file",
-                      name_, "csv");
+    throw FormatError(
+        name_ + ": line " + std::to_string(next_line_) + ": a quoted field is not closed before the end of the file",
+        name_, "csv");
   lines = scan_.lines;
   scan_ = {};
   return buffer_.size();
@@ -114,7 +114,8 @@ bool RecordReader::next(std::vector<std::string_view>& fields) {
       }
       fields.emplace_back(buffer_.data() + i, write - i);
       if (read < stop && buffer_[read] != ',')
-        throw FormatError(name_ + ": line " + std::to_string(record_line_) + ", field " + std::to_string(fields.size()) +
+        throw FormatError(name_ + ": line " + std::to_string(record_line_) + ", field " +
+                              std::to_string(fields.size()) +
                               ": characters after the closing quote (a quote inside a quoted field is written \"\")",
                           name_, "csv");
       i = read;

@@ -196,8 +196,7 @@ void append_quoted(std::string& out, std::string_view s, bool ascii_only) {
     } else {
       std::uint32_t cp = 0;
       const std::size_t len = decode_utf8(s, i, cp);
-      if (len == 0)
-        throw FormatError("invalid UTF-8 at byte " + std::to_string(i) + " of a JSON string");
+      if (len == 0) throw FormatError("invalid UTF-8 at byte " + std::to_string(i) + " of a JSON string");
       if (cp >= 0x10000) {  // astral: a UTF-16 surrogate pair, as Python writes it
         cp -= 0x10000;
         append_u_escape(out, 0xD800 + (cp >> 10));

@@ -111,8 +111,7 @@ class DictParser {
       skip_ws();
       if (key == "descr") {
         if (have_descr) fail(src_, "duplicate key 'descr' in header dict");
-        if (at('[') || at('('))
-          fail(src_, "structured descr is not supported (tessera reads plain numeric dtypes)");
+        if (at('[') || at('(')) fail(src_, "structured descr is not supported (tessera reads plain numeric dtypes)");
         r.descr = parse_string("'descr' value");
         have_descr = true;
       } else if (key == "fortran_order") {
@@ -136,8 +135,7 @@ class DictParser {
     }
     ++pos_;  // '}'
     skip_ws();
-    if (pos_ != text_.size())
-      fail(src_, "unexpected text after the header dict: " + quoted(text_.substr(pos_)));
+    if (pos_ != text_.size()) fail(src_, "unexpected text after the header dict: " + quoted(text_.substr(pos_)));
     if (!have_descr) fail(src_, "header dict lacks key 'descr'");
     if (!have_fortran) fail(src_, "header dict lacks key 'fortran_order'");
     if (!have_shape) fail(src_, "header dict lacks key 'shape'");
@@ -250,7 +248,8 @@ DType descr_dtype(const io::ByteSource& src, const std::string& descr) {
       if (order == '>') fail(src, "big-endian descr " + quoted(descr) + " is not supported");
     }
   }
-  fail(src, "unsupported descr " + quoted(descr) + " (expected one of |b1 |u1 |i1 <u2 <u4 <u8 <i2 <i4 <i8 <f2 <f4 <f8)");
+  fail(src,
+       "unsupported descr " + quoted(descr) + " (expected one of |b1 |u1 |i1 <u2 <u4 <u8 <i2 <i4 <i8 <f2 <f4 <f8)");
 }
 
 }  // namespace
@@ -326,8 +325,8 @@ NpyHeader parse_npy_header(const io::ByteSource& src) {
   h.data_bytes = empty ? 0 : nonzero_bytes;
   const std::uint64_t actual = size - data_offset;
   if (actual != h.data_bytes)
-    fail(src, "data length " + std::to_string(actual) + " != product(shape) x itemsize = " +
-                  std::to_string(h.data_bytes));
+    fail(src,
+         "data length " + std::to_string(actual) + " != product(shape) x itemsize = " + std::to_string(h.data_bytes));
   return h;
 }
 

@@ -76,7 +76,8 @@ class DocumentBuilder {
         case YAML_ALIAS_EVENT: {
           const std::string anchor = reinterpret_cast<const char*>(e.data.alias.anchor);
           const auto it = anchors_.find(anchor);
-          if (it == anchors_.end()) throw FormatError(where(e.start_mark) + "alias *" + anchor + " names no anchor", name_, "yaml");
+          if (it == anchors_.end())
+            throw FormatError(where(e.start_mark) + "alias *" + anchor + " names no anchor", name_, "yaml");
           add(it->second.first, std::nullopt, it->second.second, e.start_mark);
           break;
         }
@@ -86,8 +87,9 @@ class DocumentBuilder {
           const yaml_char_t* tag = mapping ? e.data.mapping_start.tag : e.data.sequence_start.tag;
           check_collection_tag(tag, mapping, e.start_mark);
           if (stack_.size() >= limits_.max_depth)
-            throw LimitError(where(e.start_mark) + "nested deeper than " + std::to_string(limits_.max_depth) + " levels",
-                             name_, "yaml");
+            throw LimitError(
+                where(e.start_mark) + "nested deeper than " + std::to_string(limits_.max_depth) + " levels", name_,
+                "yaml");
           stack_.push_back({mapping ? Json::object() : Json::array(), mapping, std::nullopt,
                             anchor_of(mapping ? e.data.mapping_start.anchor : e.data.sequence_start.anchor), nodes_});
           count_node(e.start_mark);
@@ -131,8 +133,8 @@ class DocumentBuilder {
   void count_node(const yaml_mark_t& mark, std::size_t n = 1) {
     nodes_ += n;
     if (nodes_ > limits_.max_nodes)
-      throw LimitError(where(mark) + "more than " + std::to_string(limits_.max_nodes) + " nodes (aliases expanded)", name_,
-                       "yaml");
+      throw LimitError(where(mark) + "more than " + std::to_string(limits_.max_nodes) + " nodes (aliases expanded)",
+                       name_, "yaml");
   }
 
   void check_collection_tag(const yaml_char_t* tag, bool mapping, const yaml_mark_t& mark) const {
@@ -157,9 +159,11 @@ class DocumentBuilder {
       return;
     }
     if (!top.key) {
-      if (value.is_object() || value.is_array()) throw FormatError(where(mark) + "a mapping key must be a scalar", name_, "yaml");
+      if (value.is_object() || value.is_array())
+        throw FormatError(where(mark) + "a mapping key must be a scalar", name_, "yaml");
       top.key = value.is_string() ? value.get<std::string>() : value.dump();
-      if (top.node.contains(*top.key)) throw FormatError(where(mark) + "duplicate key '" + *top.key + "'", name_, "yaml");
+      if (top.node.contains(*top.key))
+        throw FormatError(where(mark) + "duplicate key '" + *top.key + "'", name_, "yaml");
       return;
     }
     count_node(mark, nodes);
@@ -172,7 +176,8 @@ class DocumentBuilder {
     const std::string text(reinterpret_cast<const char*>(s.value), s.length);
     if (s.tag) {
       const std::string tag = reinterpret_cast<const char*>(s.tag);
-      if (!tag.starts_with(kTagPrefix)) throw FormatError(where(e.start_mark) + "unsupported tag " + tag, name_, "yaml");
+      if (!tag.starts_with(kTagPrefix))
+        throw FormatError(where(e.start_mark) + "unsupported tag " + tag, name_, "yaml");
       const std::string kind = tag.substr(kTagPrefix.size());
       if (kind == "str") return text;
       if (kind != "null" && kind != "bool" && kind != "int" && kind != "float")
@@ -194,7 +199,8 @@ class DocumentBuilder {
     std::erase(text, '_');
     if (text.ends_with("inf") || text.ends_with("Inf") || text.ends_with("INF"))
       return text.front() == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-    if (text.ends_with("nan") || text.ends_with("NaN") || text.ends_with("NAN")) return std::numeric_limits<double>::quiet_NaN();
+    if (text.ends_with("nan") || text.ends_with("NaN") || text.ends_with("NAN"))
+      return std::numeric_limits<double>::quiet_NaN();
     return std::strtod(text.c_str(), nullptr);
   }
 
@@ -215,11 +221,13 @@ class DocumentBuilder {
       else if (digits.size() > 1 && digits.front() == '0') base = 8;
       errno = 0;
       const unsigned long long magnitude = digits.empty() ? 0 : std::strtoull(digits.c_str(), nullptr, base);
-      const auto limit = static_cast<unsigned long long>(std::numeric_limits<std::int64_t>::max()) + (negative ? 1u : 0u);
+      const auto limit =
+          static_cast<unsigned long long>(std::numeric_limits<std::int64_t>::max()) + (negative ? 1u : 0u);
       if (errno == ERANGE || magnitude > limit)
-        throw FormatError((mark ? where(*mark) : name_ + ": ") + "integer '" + text + "' is outside the 64-bit range", name_,
-                          "yaml");
-      if (negative) return magnitude == limit ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(magnitude);
+        throw FormatError((mark ? where(*mark) : name_ + ": ") + "integer '" + text + "' is outside the 64-bit range",
+                          name_, "yaml");
+      if (negative)
+        return magnitude == limit ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(magnitude);
       return static_cast<std::int64_t>(magnitude);
     }
     if (std::regex_match(text, float_pattern())) return to_float(text);

@@ -188,7 +188,8 @@ std::size_t zstd_decompress_prefix(std::span<const std::byte> src, std::span<std
   return out.pos;
 }
 
-std::size_t zstd_compress_append(std::span<const std::byte> src, std::vector<std::byte>& out, const ZstdOptions& options) {
+std::size_t zstd_compress_append(std::span<const std::byte> src, std::vector<std::byte>& out,
+                                 const ZstdOptions& options) {
   ZSTD_CCtx* ctx = thread_cctx();
   ZSTD_CCtx_reset(ctx, ZSTD_reset_session_and_parameters);
   check(ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, options.level), "level");

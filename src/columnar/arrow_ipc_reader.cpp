@@ -19,8 +19,8 @@ namespace fb = org::apache::arrow::flatbuf;
 
 namespace {
 
-constexpr std::uint64_t kLeadingMagic = 8;   // "ARROW1" 00 00
-constexpr std::uint64_t kTrailer = 10;       // int32 footer length, "ARROW1"
+constexpr std::uint64_t kLeadingMagic = 8;  // "ARROW1" 00 00
+constexpr std::uint64_t kTrailer = 10;      // int32 footer length, "ARROW1"
 
 std::string in_quotes(const std::string& name) { return "'" + name + "'"; }
 
@@ -121,8 +121,9 @@ ArrowFile ArrowFile::open(const io::ByteSource& source) {
       throw FormatError("footer does not verify as an Arrow Footer flatbuffer (C7)", file, "footer");
     const fb::Footer* f = fb::GetFooter(footer.data());
     if (!supported_version(f->version()))
-      throw UnsupportedError("metadata version V" + std::to_string(static_cast<int>(f->version()) + 1) +
-                                 " is not supported (V4 or V5)", file, "footer");
+      throw UnsupportedError(
+          "metadata version V" + std::to_string(static_cast<int>(f->version()) + 1) + " is not supported (V4 or V5)",
+          file, "footer");
     if (f->schema() == nullptr) throw FormatError("footer has no schema (C7)", file, "footer");
     if (f->schema()->endianness() != fb::Endianness::Little)
       throw UnsupportedError("big-endian Arrow files are not supported", file, "footer schema");
@@ -166,11 +167,13 @@ ArrowFile ArrowFile::open(const io::ByteSource& source) {
       flatbuffers::Verifier verifier(reinterpret_cast<const std::uint8_t*>(meta.data()), meta.size());
       if (!fb::VerifyMessageBuffer(verifier)) fail("metadata does not verify as an Arrow Message flatbuffer");
       const fb::Message* m = fb::GetMessage(meta.data());
-      if (!supported_version(m->version())) throw UnsupportedError("message metadata version is not V4 or V5", file, where);
+      if (!supported_version(m->version()))
+        throw UnsupportedError("message metadata version is not V4 or V5", file, where);
       const fb::RecordBatch* rb = m->header_as_RecordBatch();
       if (rb == nullptr) fail("message is not a RecordBatch");
       if (m->bodyLength() != block.bodyLength()) fail("message bodyLength differs from the footer block's");
-      if (rb->compression() != nullptr) throw UnsupportedError("compressed record batch bodies are not supported", file, where);
+      if (rb->compression() != nullptr)
+        throw UnsupportedError("compressed record batch bodies are not supported", file, where);
       if (rb->length() < 0) fail("negative batch length");
       const auto length = static_cast<std::uint64_t>(rb->length());
       const std::size_t nfields = out.fields_.size();

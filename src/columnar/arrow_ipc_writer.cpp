@@ -23,7 +23,8 @@ constexpr std::uint32_t kContinuation = 0xFFFFFFFFu;
 std::pair<fb::Type, flatbuffers::Offset<void>> arrow_type(flatbuffers::FlatBufferBuilder& b, ColumnType t) {
   switch (t) {
     case ColumnType::Float: return {fb::Type::FloatingPoint, fb::CreateFloatingPoint(b, fb::Precision::SINGLE).Union()};
-    case ColumnType::Double: return {fb::Type::FloatingPoint, fb::CreateFloatingPoint(b, fb::Precision::DOUBLE).Union()};
+    case ColumnType::Double:
+      return {fb::Type::FloatingPoint, fb::CreateFloatingPoint(b, fb::Precision::DOUBLE).Union()};
     case ColumnType::Bool: return {fb::Type::Bool, fb::CreateBool(b).Union()};
     case ColumnType::String: return {fb::Type::Utf8, fb::CreateUtf8(b).Union()};
     case ColumnType::Int8:

@@ -16,10 +16,18 @@ struct TypeInfo {
 };
 
 constexpr std::array<TypeInfo, 12> kTypes{{
-    {ColumnType::Int8, "int8", 1},     {ColumnType::Int16, "int16", 2},   {ColumnType::Int32, "int32", 4},
-    {ColumnType::Int64, "int64", 8},   {ColumnType::UInt8, "uint8", 1},   {ColumnType::UInt16, "uint16", 2},
-    {ColumnType::UInt32, "uint32", 4}, {ColumnType::UInt64, "uint64", 8}, {ColumnType::Float, "float", 4},
-    {ColumnType::Double, "double", 8}, {ColumnType::Bool, "bool", 1},     {ColumnType::String, "string", 0},
+    {ColumnType::Int8, "int8", 1},
+    {ColumnType::Int16, "int16", 2},
+    {ColumnType::Int32, "int32", 4},
+    {ColumnType::Int64, "int64", 8},
+    {ColumnType::UInt8, "uint8", 1},
+    {ColumnType::UInt16, "uint16", 2},
+    {ColumnType::UInt32, "uint32", 4},
+    {ColumnType::UInt64, "uint64", 8},
+    {ColumnType::Float, "float", 4},
+    {ColumnType::Double, "double", 8},
+    {ColumnType::Bool, "bool", 1},
+    {ColumnType::String, "string", 0},
 }};
 
 }  // namespace
@@ -104,7 +112,8 @@ Column slice_rows(const Column& column, std::uint64_t first, std::uint64_t count
   out.length = count;
   if (!column.validity.empty()) {
     const auto begin = column.validity.begin() + static_cast<std::ptrdiff_t>(first);
-    if (std::find(begin, begin + static_cast<std::ptrdiff_t>(count), std::uint8_t{0}) != begin + static_cast<std::ptrdiff_t>(count))
+    if (std::find(begin, begin + static_cast<std::ptrdiff_t>(count), std::uint8_t{0}) !=
+        begin + static_cast<std::ptrdiff_t>(count))
       out.validity.assign(begin, begin + static_cast<std::ptrdiff_t>(count));
   }
   if (column.type == ColumnType::String) {
@@ -141,7 +150,8 @@ Column gather_rows(const Column& column, std::span<const std::uint64_t> rows) {
   } else {
     const std::size_t w = column_type_width(column.type);
     out.data.resize(rows.size() * w);
-    for (std::size_t i = 0; i < rows.size(); ++i) std::memcpy(out.data.data() + i * w, column.data.data() + rows[i] * w, w);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      std::memcpy(out.data.data() + i * w, column.data.data() + rows[i] * w, w);
   }
   return out;
 }

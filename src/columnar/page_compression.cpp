@@ -47,7 +47,8 @@ void gunzip(std::span<const std::byte> src, std::uint64_t expected, std::vector<
   if (!ok) throw FormatError("GZIP page is corrupt or truncated", file, where);
   if (produced != expected)
     throw FormatError("GZIP page decompresses to " + std::to_string(produced) + " bytes, uncompressed_page_size is " +
-                          std::to_string(expected), file, where);
+                          std::to_string(expected),
+                      file, where);
   out.resize(produced);
 }
 
@@ -59,7 +60,8 @@ void decompress_page(int codec, std::span<const std::byte> src, std::uint64_t ex
     case Compression::Uncompressed:
       if (src.size() != expected)
         throw FormatError("uncompressed page: compressed_page_size " + std::to_string(src.size()) +
-                              " != uncompressed_page_size " + std::to_string(expected), file, where);
+                              " != uncompressed_page_size " + std::to_string(expected),
+                          file, where);
       out.assign(src.begin(), src.end());
       return;
     case Compression::Snappy: {
@@ -68,19 +70,16 @@ void decompress_page(int codec, std::span<const std::byte> src, std::uint64_t ex
       if (!snappy::GetUncompressedLength(p, src.size(), &length))
         throw FormatError("SNAPPY page header is corrupt", file, where);
       if (length != expected)
-        throw FormatError("SNAPPY page decompresses to " + std::to_string(length) + " bytes, uncompressed_page_size is " +
-                              std::to_string(expected), file, where);
+        throw FormatError("SNAPPY page decompresses to " + std::to_string(length) +
+                              " bytes, uncompressed_page_size is " + std::to_string(expected),
+                          file, where);
       out.resize(length);
       if (!snappy::RawUncompress(p, src.size(), reinterpret_cast<char*>(out.data())))
         throw FormatError("SNAPPY page is corrupt", file, where);
       return;
     }
-    case Compression::Gzip:
-      gunzip(src, expected, out, file, where);
-      return;
-    case Compression::Zstd:
-      try {
-        codec::zstd_decompress_capped(src, expected, out);
+    case Compression::Gzip: gunzip(src, expected, out, file, where); return;
+    case Compression::Zstd: try { codec::zstd_decompress_capped(src, expected, out);
       } catch (const LimitError&) {
         throw FormatError("ZSTD page decompresses to more than uncompressed_page_size " + std::to_string(expected),
                           file, where);
@@ -89,10 +88,10 @@ void decompress_page(int codec, std::span<const std::byte> src, std::uint64_t ex
       }
       if (out.size() != expected)
         throw FormatError("ZSTD page decompresses to " + std::to_string(out.size()) +
-                              " bytes, uncompressed_page_size is " + std::to_string(expected), file, where);
+                              " bytes, uncompressed_page_size is " + std::to_string(expected),
+                          file, where);
       return;
-    default:
-      throw UnsupportedError("compression codec " + compression_name(codec) + " is not supported", file, where);
+    default: throw UnsupportedError("compression codec " + compression_name(codec) + " is not supported", file, where);
   }
 }
 

@@ -13,9 +13,10 @@ std::string compression_name(int codec) {
 }
 
 std::string encoding_name(int encoding) {
-  static const char* const kNames[] = {"PLAIN", "GROUP_VAR_INT", "PLAIN_DICTIONARY", "RLE", "BIT_PACKED",
-                                       "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY",
-                                       "RLE_DICTIONARY", "BYTE_STREAM_SPLIT"};
+  static const char* const kNames[] = {
+      "PLAIN",          "GROUP_VAR_INT",       "PLAIN_DICTIONARY",        "RLE",
+      "BIT_PACKED",     "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY",
+      "RLE_DICTIONARY", "BYTE_STREAM_SPLIT"};
   return encoding >= 0 && encoding < 10 ? kNames[encoding] : "#" + std::to_string(encoding);
 }
 

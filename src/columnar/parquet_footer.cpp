@@ -23,10 +23,28 @@ bool is_magic(const std::byte* p, const char* magic) { return std::memcmp(p, mag
 std::string in_quotes(const std::string& name) { return "'" + name + "'"; }
 
 std::string converted_name(int converted) {
-  static const char* const kNames[] = {"UTF8", "MAP", "MAP_KEY_VALUE", "LIST", "ENUM", "DECIMAL", "DATE",
-                                       "TIME_MILLIS", "TIME_MICROS", "TIMESTAMP_MILLIS", "TIMESTAMP_MICROS",
-                                       "UINT_8", "UINT_16", "UINT_32", "UINT_64", "INT_8", "INT_16", "INT_32",
-                                       "INT_64", "JSON", "BSON", "INTERVAL"};
+  static const char* const kNames[] = {"UTF8",
+                                       "MAP",
+                                       "MAP_KEY_VALUE",
+                                       "LIST",
+                                       "ENUM",
+                                       "DECIMAL",
+                                       "DATE",
+                                       "TIME_MILLIS",
+                                       "TIME_MICROS",
+                                       "TIMESTAMP_MILLIS",
+                                       "TIMESTAMP_MICROS",
+                                       "UINT_8",
+                                       "UINT_16",
+                                       "UINT_32",
+                                       "UINT_64",
+                                       "INT_8",
+                                       "INT_16",
+                                       "INT_32",
+                                       "INT_64",
+                                       "JSON",
+                                       "BSON",
+                                       "INTERVAL"};
   return converted >= 0 && converted < 22 ? kNames[converted] : "#" + std::to_string(converted);
 }
 
@@ -36,15 +54,9 @@ void classify(ParquetColumn& c) {
   const int conv = c.converted_type.value_or(-1);
   const bool has_int = c.integer_bits.has_value();
   switch (static_cast<PhysicalType>(c.physical_type)) {
-    case PhysicalType::Boolean:
-      c.type = ColumnType::Bool;
-      return;
-    case PhysicalType::Float:
-      c.type = ColumnType::Float;
-      return;
-    case PhysicalType::Double:
-      c.type = ColumnType::Double;
-      return;
+    case PhysicalType::Boolean: c.type = ColumnType::Bool; return;
+    case PhysicalType::Float: c.type = ColumnType::Float; return;
+    case PhysicalType::Double: c.type = ColumnType::Double; return;
     case PhysicalType::Int32: {
       int bits = 32;
       bool is_signed = true;
@@ -81,10 +93,8 @@ void classify(ParquetColumn& c) {
       if (conv != -1 && conv != 0) return unsupported("BYTE_ARRAY with converted type " + converted_name(conv));
       c.type = ColumnType::String;
       return;
-    case PhysicalType::Int96:
-      return unsupported("physical type INT96");
-    case PhysicalType::FixedLenByteArray:
-      return unsupported("physical type FIXED_LEN_BYTE_ARRAY");
+    case PhysicalType::Int96: return unsupported("physical type INT96");
+    case PhysicalType::FixedLenByteArray: return unsupported("physical type FIXED_LEN_BYTE_ARRAY");
   }
   unsupported("physical type " + std::to_string(c.physical_type));
 }
@@ -98,7 +108,8 @@ ParquetColumn leaf_column(const pq::SchemaElement& e, const std::string& file) {
   if (e.__isset.converted_type) c.converted_type = e.converted_type;
   const int rep = e.__isset.repetition_type ? e.repetition_type : 0;
   if (rep == 2) throw UnsupportedError("repeated column (nested schemas are not supported)", file, where);
-  if (rep != 0 && rep != 1) throw FormatError("repetition type " + std::to_string(rep) + " is not defined", file, where);
+  if (rep != 0 && rep != 1)
+    throw FormatError("repetition type " + std::to_string(rep) + " is not defined", file, where);
   c.optional = rep == 1;
   std::string other;
   if (e.__isset.logicalType) {
@@ -118,7 +129,8 @@ ParquetColumn leaf_column(const pq::SchemaElement& e, const std::string& file) {
   if (c.converted_type == 0) c.string_annotation = true;
   classify(c);
   if (!other.empty()) c.unsupported = other;
-  if (c.string_annotation && c.type != ColumnType::String) c.unsupported = "STRING annotation on a non-BYTE_ARRAY column";
+  if (c.string_annotation && c.type != ColumnType::String)
+    c.unsupported = "STRING annotation on a non-BYTE_ARRAY column";
   return c;
 }
 
@@ -140,10 +152,12 @@ ParquetFile ParquetFile::open(const io::ByteSource& source, const ReadLimits& li
     const std::uint64_t footer_length = load_le<std::uint32_t>(tail);
     if (footer_length > size - kMagicBytes - kTailBytes)
       throw FormatError("footer length " + std::to_string(footer_length) + " exceeds the file size " +
-                            std::to_string(size) + " - 12 (P2)", file, "footer");
+                            std::to_string(size) + " - 12 (P2)",
+                        file, "footer");
     if (footer_length > limits.max_footer_bytes)
       throw LimitError("footer length " + std::to_string(footer_length) + " exceeds the limit of " +
-                           std::to_string(limits.max_footer_bytes) + " bytes", file, "footer");
+                           std::to_string(limits.max_footer_bytes) + " bytes",
+                       file, "footer");
     std::byte head[kMagicBytes];
     source.read_at(0, head);
     if (!is_magic(head, "PAR1")) throw FormatError("leading magic is not \"PAR1\" (P2)", file, "file");
@@ -161,20 +175,23 @@ ParquetFile ParquetFile::open(const io::ByteSource& source, const ReadLimits& li
     if (children < 0 || static_cast<std::uint64_t>(children) != meta.schema.size() - 1) {
       for (std::size_t i = 1; i < meta.schema.size(); ++i)
         if (meta.schema[i].__isset.num_children && meta.schema[i].num_children > 0)
-          throw UnsupportedError("nested schemas are not supported (group " + in_quotes(meta.schema[i].name) + ")", file,
-                                 "footer schema");
+          throw UnsupportedError("nested schemas are not supported (group " + in_quotes(meta.schema[i].name) + ")",
+                                 file, "footer schema");
       throw FormatError("root has " + std::to_string(children) + " children but the schema lists " +
-                            std::to_string(meta.schema.size() - 1) + " leaves", file, "footer schema");
+                            std::to_string(meta.schema.size() - 1) + " leaves",
+                        file, "footer schema");
     }
     for (std::size_t i = 1; i < meta.schema.size(); ++i) {
       const auto& e = meta.schema[i];
       if (e.__isset.num_children && e.num_children != 0)
-        throw UnsupportedError("nested schemas are not supported (group " + in_quotes(e.name) + ")", file, "footer schema");
+        throw UnsupportedError("nested schemas are not supported (group " + in_quotes(e.name) + ")", file,
+                               "footer schema");
       f.columns_.push_back(leaf_column(e, file));
     }
 
     for (const auto& kv : meta.key_value_metadata)
-      f.key_value_metadata_.emplace_back(kv.key, kv.__isset.value ? std::optional<std::string>(kv.value) : std::nullopt);
+      f.key_value_metadata_.emplace_back(kv.key,
+                                         kv.__isset.value ? std::optional<std::string>(kv.value) : std::nullopt);
     f.created_by_ = meta.created_by;
     if (meta.num_rows < 0) throw FormatError("num_rows is negative", file, "footer");
 
@@ -186,7 +203,8 @@ ParquetFile ParquetFile::open(const io::ByteSource& source, const ReadLimits& li
       if (rg.num_rows < 0) throw FormatError("num_rows is negative", file, where);
       if (rg.columns.size() != f.columns_.size())
         throw FormatError("has " + std::to_string(rg.columns.size()) + " column chunks, the schema " +
-                              std::to_string(f.columns_.size()) + " columns", file, where);
+                              std::to_string(f.columns_.size()) + " columns",
+                          file, where);
       RowGroupInfo info;
       info.num_rows = static_cast<std::uint64_t>(rg.num_rows);
       total_rows = checked_add(total_rows, info.num_rows, "total rows");
@@ -198,7 +216,8 @@ ParquetFile ParquetFile::open(const io::ByteSource& source, const ReadLimits& li
         const auto& md = chunk.meta_data;
         if (md.type != f.columns_[c].physical_type)
           throw FormatError("chunk physical type " + std::to_string(md.type) + " differs from the schema's " +
-                                std::to_string(f.columns_[c].physical_type), file, cw);
+                                std::to_string(f.columns_[c].physical_type),
+                            file, cw);
         if (md.path_in_schema.size() != 1 || md.path_in_schema[0] != f.columns_[c].name)
           throw FormatError("path_in_schema does not name the schema column", file, cw);
         if (md.data_page_offset < 0 || md.total_compressed_size < 0 || md.num_values < 0)
@@ -210,7 +229,8 @@ ParquetFile ParquetFile::open(const io::ByteSource& source, const ReadLimits& li
         const std::uint64_t length = static_cast<std::uint64_t>(md.total_compressed_size);
         if (start < kMagicBytes || checked_add(start, length, "column chunk end") > footer_offset)
           throw FormatError("column chunk [" + std::to_string(start) + ", +" + std::to_string(length) +
-                                ") does not lie between the leading magic and the footer (P5)", file, cw);
+                                ") does not lie between the leading magic and the footer (P5)",
+                            file, cw);
         ColumnChunkInfo ci;
         ci.offset = start;
         ci.size = length;
@@ -223,7 +243,8 @@ ParquetFile ParquetFile::open(const io::ByteSource& source, const ReadLimits& li
     }
     if (total_rows != static_cast<std::uint64_t>(meta.num_rows))
       throw FormatError("num_rows " + std::to_string(meta.num_rows) + " differs from the row groups' total " +
-                            std::to_string(total_rows), file, "footer");
+                            std::to_string(total_rows),
+                        file, "footer");
     f.num_rows_ = total_rows;
     return f;
   });
@@ -233,15 +254,16 @@ Column ParquetFile::read_column(std::size_t row_group, std::size_t column) const
   return detail::with_context(source_->name(), [&]() -> Column {
     const std::string& file = source_->name();
     if (row_group >= row_groups_.size() || column >= columns_.size())
-      throw UsageError("row group " + std::to_string(row_group) + " column " + std::to_string(column) +
-                       " is out of range", file);
+      throw UsageError(
+          "row group " + std::to_string(row_group) + " column " + std::to_string(column) + " is out of range", file);
     const auto& col = columns_[column];
     const auto& rg = row_groups_[row_group];
     const std::string where = "row group " + std::to_string(row_group) + " column " + in_quotes(col.name);
     if (!col.unsupported.empty()) throw UnsupportedError(col.unsupported + " is not supported", file, where);
     if (rg.num_rows > limits_.max_rows_per_row_group)
       throw LimitError(std::to_string(rg.num_rows) + " rows exceed the limit of " +
-                           std::to_string(limits_.max_rows_per_row_group) + " rows per row group", file, where);
+                           std::to_string(limits_.max_rows_per_row_group) + " rows per row group",
+                       file, where);
     const auto& info = rg.columns[column];
     const auto bytes = source_->read_vector(info.offset, info.size);
     return decode_column_chunk(bytes, col, info, rg.num_rows, limits_, file, where);

@@ -41,13 +41,20 @@ class ChunkDecoder {
  public:
   ChunkDecoder(const ParquetColumn& column, const ColumnChunkInfo& info, std::uint64_t num_rows,
                const ReadLimits& limits, const std::string& file, const std::string& where)
-      : column_(column), info_(info), num_rows_(num_rows), limits_(limits), file_(file), where_(where),
-        width_(physical_width(column.physical_type)), out_(column.type) {}
+      : column_(column),
+        info_(info),
+        num_rows_(num_rows),
+        limits_(limits),
+        file_(file),
+        where_(where),
+        width_(physical_width(column.physical_type)),
+        out_(column.type) {}
 
   Column decode(std::span<const std::byte> chunk) {
     if (num_rows_ > limits_.max_rows_per_row_group)
       throw LimitError(std::to_string(num_rows_) + " rows exceed the limit of " +
-                           std::to_string(limits_.max_rows_per_row_group) + " rows per row group", file_, where_);
+                           std::to_string(limits_.max_rows_per_row_group) + " rows per row group",
+                       file_, where_);
     if (out_.type != ColumnType::String)
       out_.data.reserve(checked_size(checked_mul(num_rows_, column_type_width(out_.type), "column size")));
     valid_.reserve(checked_size(num_rows_));
@@ -56,14 +63,14 @@ class ChunkDecoder {
       pq::PageHeader header;
       const std::string page_where = where_ + " page " + std::to_string(page_index_);
       pos += detail::thrift_decode(chunk.subspan(pos), header, file_, page_where + " header");
-      if (header.compressed_page_size < 0 || header.uncompressed_page_size < 0)
-        fail(page_where, "negative page size");
+      if (header.compressed_page_size < 0 || header.uncompressed_page_size < 0) fail(page_where, "negative page size");
       const auto compressed = static_cast<std::uint64_t>(header.compressed_page_size);
       if (compressed > chunk.size() - pos)
         fail(page_where, "compressed_page_size " + std::to_string(compressed) + " extends past the column chunk (P5)");
       if (static_cast<std::uint64_t>(header.uncompressed_page_size) > limits_.max_page_bytes)
         throw LimitError("uncompressed_page_size " + std::to_string(header.uncompressed_page_size) +
-                             " exceeds the limit of " + std::to_string(limits_.max_page_bytes), file_, page_where);
+                             " exceeds the limit of " + std::to_string(limits_.max_page_bytes),
+                         file_, page_where);
       const auto body = chunk.subspan(pos, compressed);
       pos += compressed;
       switch (header.type) {
@@ -92,7 +99,8 @@ class ChunkDecoder {
     if (have_dictionary_ || data_pages_ > 0) fail(where, "dictionary page is not the first page of the chunk");
     const auto& d = h.dictionary_page_header;
     if (d.encoding != static_cast<int>(Encoding::Plain) && d.encoding != static_cast<int>(Encoding::PlainDictionary))
-      throw UnsupportedError("dictionary page encoding " + encoding_name(d.encoding) + " is not supported", file_, where);
+      throw UnsupportedError("dictionary page encoding " + encoding_name(d.encoding) + " is not supported", file_,
+                             where);
     if (d.num_values < 0) fail(where, "negative dictionary num_values");
     detail::decompress_page(info_.codec, body, static_cast<std::uint64_t>(h.uncompressed_page_size), dictionary_page_,
                             file_, where);
@@ -190,8 +198,8 @@ class ChunkDecoder {
           detail::decode_rle_hybrid(bytes.subspan(1), bit_width, checked_size(present), indices, file_,
                                     where + " dictionary indices");
         }
-        const std::uint64_t dict_size = out_.type == ColumnType::String ? dictionary_.strings.size()
-                                                                         : dictionary_.fixed.size() / width_;
+        const std::uint64_t dict_size =
+            out_.type == ColumnType::String ? dictionary_.strings.size() : dictionary_.fixed.size() / width_;
         for (const auto i : indices)
           if (i >= dict_size)
             fail(where, "dictionary index " + std::to_string(i) + " is not below the dictionary size " +
@@ -215,10 +223,9 @@ class ChunkDecoder {
       case Encoding::DeltaLengthByteArray:
       case Encoding::DeltaByteArray:
       case Encoding::ByteStreamSplit:
-        throw UnsupportedError("encoding " + encoding_name(encoding) + " is not supported (column '" + column_.name +
-                                   "')", file_, where);
-      default:
-        throw UnsupportedError("value encoding " + encoding_name(encoding) + " is not supported", file_, where);
+        throw UnsupportedError(
+            "encoding " + encoding_name(encoding) + " is not supported (column '" + column_.name + "')", file_, where);
+      default: throw UnsupportedError("value encoding " + encoding_name(encoding) + " is not supported", file_, where);
     }
     const bool by_index = source == &dictionary_;
     std::uint64_t next = 0;
@@ -291,7 +298,8 @@ class ChunkDecoder {
       const auto s = src.strings[k];
       if (s.size() > limits_.max_string_bytes - std::min<std::uint64_t>(out_.data.size(), limits_.max_string_bytes))
         throw LimitError("decoded strings exceed the limit of " + std::to_string(limits_.max_string_bytes) +
-                             " bytes per column chunk", file_, where);
+                             " bytes per column chunk",
+                         file_, where);
       out_.data.insert(out_.data.end(), reinterpret_cast<const std::byte*>(s.data()),
                        reinterpret_cast<const std::byte*>(s.data()) + s.size());
       out_.offsets.push_back(out_.data.size());
@@ -303,10 +311,30 @@ class ChunkDecoder {
         fail(where, "value " + std::to_string(v) + " is out of range for " + std::string(column_type_name(out_.type)));
     };
     switch (out_.type) {
-      case ColumnType::Int8: { const auto v = load_le<std::int32_t>(p); range(v, INT8_MIN, INT8_MAX); append_bits<std::int8_t>(static_cast<std::int8_t>(v)); break; }
-      case ColumnType::Int16: { const auto v = load_le<std::int32_t>(p); range(v, INT16_MIN, INT16_MAX); append_bits<std::int16_t>(static_cast<std::int16_t>(v)); break; }
-      case ColumnType::UInt8: { const auto v = load_le<std::int32_t>(p); range(v, 0, UINT8_MAX); append_bits<std::uint8_t>(static_cast<std::uint8_t>(v)); break; }
-      case ColumnType::UInt16: { const auto v = load_le<std::int32_t>(p); range(v, 0, UINT16_MAX); append_bits<std::uint16_t>(static_cast<std::uint16_t>(v)); break; }
+      case ColumnType::Int8: {
+        const auto v = load_le<std::int32_t>(p);
+        range(v, INT8_MIN, INT8_MAX);
+        append_bits<std::int8_t>(static_cast<std::int8_t>(v));
+        break;
+      }
+      case ColumnType::Int16: {
+        const auto v = load_le<std::int32_t>(p);
+        range(v, INT16_MIN, INT16_MAX);
+        append_bits<std::int16_t>(static_cast<std::int16_t>(v));
+        break;
+      }
+      case ColumnType::UInt8: {
+        const auto v = load_le<std::int32_t>(p);
+        range(v, 0, UINT8_MAX);
+        append_bits<std::uint8_t>(static_cast<std::uint8_t>(v));
+        break;
+      }
+      case ColumnType::UInt16: {
+        const auto v = load_le<std::int32_t>(p);
+        range(v, 0, UINT16_MAX);
+        append_bits<std::uint16_t>(static_cast<std::uint16_t>(v));
+        break;
+      }
       case ColumnType::Bool: append_bits<std::uint8_t>(static_cast<std::uint8_t>(p[0])); break;
       case ColumnType::Int32:
       case ColumnType::Int64:

@@ -231,9 +231,9 @@ struct ParquetWriter::State {
     if (page_rows > 0 || n == 0) flush();
 
     md.type = static_cast<int>(physical_of(c.type));
-    md.encodings = use_dictionary ? std::vector<std::int32_t>{pq::Encoding::PLAIN, pq::Encoding::RLE,
-                                                              pq::Encoding::RLE_DICTIONARY}
-                                  : std::vector<std::int32_t>{pq::Encoding::PLAIN, pq::Encoding::RLE};
+    md.encodings = use_dictionary
+                       ? std::vector<std::int32_t>{pq::Encoding::PLAIN, pq::Encoding::RLE, pq::Encoding::RLE_DICTIONARY}
+                       : std::vector<std::int32_t>{pq::Encoding::PLAIN, pq::Encoding::RLE};
     md.path_in_schema = {spec.name};
     md.codec = kCodecZstd;
     md.num_values = static_cast<std::int64_t>(n);

@@ -34,8 +34,8 @@ void decode_rle_hybrid(std::span<const std::byte> bytes, unsigned bit_width, std
   while (n < count) {
     std::uint64_t header = 0;
     for (unsigned shift = 0;; shift += 7) {
-      if (pos >= bytes.size()) fail("RLE/bit-packed data ends after " + std::to_string(n) + " of " +
-                                    std::to_string(count) + " values");
+      if (pos >= bytes.size())
+        fail("RLE/bit-packed data ends after " + std::to_string(n) + " of " + std::to_string(count) + " values");
       if (shift > 35) fail("RLE/bit-packed run header is longer than 5 bytes");
       const auto b = static_cast<std::uint8_t>(bytes[pos++]);
       header |= std::uint64_t{b & 0x7Fu} << shift;
@@ -47,8 +47,8 @@ void decode_rle_hybrid(std::span<const std::byte> bytes, unsigned bit_width, std
       if (group_bytes > bytes.size() - pos) {
         // A last run may be truncated to the bytes its values need.
         const std::uint64_t needed_bits = checked_mul(count - n, bit_width, "bit-packed run size");
-        if ((needed_bits + 7) / 8 > bytes.size() - pos) fail("bit-packed run of " + std::to_string(groups) +
-                                                             " groups extends past the end of the data");
+        if ((needed_bits + 7) / 8 > bytes.size() - pos)
+          fail("bit-packed run of " + std::to_string(groups) + " groups extends past the end of the data");
       }
       const std::uint64_t values = std::min<std::uint64_t>(checked_mul(groups, 8), count - n);
       const std::byte* base = bytes.data() + pos;
@@ -57,7 +57,8 @@ void decode_rle_hybrid(std::span<const std::byte> bytes, unsigned bit_width, std
         std::uint64_t word = 0;
         const std::size_t first = bit / 8;
         const std::size_t take = std::min<std::size_t>(8, bytes.size() - pos - first);
-        for (std::size_t k = 0; k < take; ++k) word |= std::uint64_t{static_cast<std::uint8_t>(base[first + k])} << (8 * k);
+        for (std::size_t k = 0; k < take; ++k)
+          word |= std::uint64_t{static_cast<std::uint8_t>(base[first + k])} << (8 * k);
         out[n++] = static_cast<std::uint32_t>((word >> (bit % 8)) & mask);
       }
       pos += static_cast<std::size_t>(std::min<std::uint64_t>(group_bytes, bytes.size() - pos));
@@ -65,9 +66,11 @@ void decode_rle_hybrid(std::span<const std::byte> bytes, unsigned bit_width, std
       const std::uint64_t run = header >> 1;
       if (value_bytes > bytes.size() - pos) fail("RLE run value extends past the end of the data");
       std::uint32_t v = 0;
-      for (std::size_t k = 0; k < value_bytes; ++k) v |= std::uint32_t{static_cast<std::uint8_t>(bytes[pos + k])} << (8 * k);
+      for (std::size_t k = 0; k < value_bytes; ++k)
+        v |= std::uint32_t{static_cast<std::uint8_t>(bytes[pos + k])} << (8 * k);
       pos += value_bytes;
-      if (v > mask) fail("RLE run value " + std::to_string(v) + " does not fit in " + std::to_string(bit_width) + " bits");
+      if (v > mask)
+        fail("RLE run value " + std::to_string(v) + " does not fit in " + std::to_string(bit_width) + " bits");
       const std::uint64_t values = std::min<std::uint64_t>(run, count - n);
       for (std::uint64_t i = 0; i < values; ++i) out[n++] = v;
     }

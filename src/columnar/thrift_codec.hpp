@@ -31,8 +31,8 @@ std::size_t thrift_decode(std::span<const std::byte> bytes, T& out, const std::s
   const auto size = static_cast<std::uint32_t>(std::min<std::size_t>(bytes.size(), INT32_MAX));
   try {
     auto config = std::make_shared<apache::thrift::TConfiguration>(static_cast<int>(std::max<std::uint32_t>(size, 1)));
-    auto buffer = std::make_shared<TMemoryBuffer>(
-        reinterpret_cast<std::uint8_t*>(const_cast<std::byte*>(bytes.data())), size, TMemoryBuffer::OBSERVE, config);
+    auto buffer = std::make_shared<TMemoryBuffer>(reinterpret_cast<std::uint8_t*>(const_cast<std::byte*>(bytes.data())),
+                                                  size, TMemoryBuffer::OBSERVE, config);
     apache::thrift::protocol::TCompactProtocolT<TMemoryBuffer> protocol(buffer, static_cast<std::int32_t>(size),
                                                                         static_cast<std::int32_t>(size));
     out.read(&protocol);

@@ -51,7 +51,8 @@ std::optional<Target> parse_target(const char* variable) {
   if (text.empty()) return std::nullopt;
   const auto colon = text.rfind(':');
   const std::string count = colon == std::string::npos ? std::string() : text.substr(colon + 1);
-  const bool digits = !count.empty() && count.size() <= 18 && count.find_first_not_of("0123456789") == std::string::npos;
+  const bool digits =
+      !count.empty() && count.size() <= 18 && count.find_first_not_of("0123456789") == std::string::npos;
   if (colon == 0 || !digits || std::stoull(count) == 0)
     throw UsageError(std::string(variable) + " must be <point>:<n> with n >= 1, not '" + text + "'");
   return Target{text.substr(0, colon), std::stoull(count)};

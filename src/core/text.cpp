@@ -14,10 +14,16 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) noexcept {
   std::size_t n;
   std::uint32_t cp;
   if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
-  else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
-  else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
-  else return 0;
+  if ((c & 0xE0) == 0xC0) {
+    n = 1;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 2;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 3;
+    cp = c & 0x07;
+  } else return 0;
   if (s.size() - i <= n) return 0;  // truncated sequence
   for (std::size_t k = 1; k <= n; ++k) {
     const auto cc = static_cast<std::uint8_t>(s[i + k]);

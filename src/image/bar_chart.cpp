@@ -54,7 +54,8 @@ Raster render_bar_panels(const std::string& title, const std::string& x_label, s
   const std::int64_t plot_x = kMargin + label_w + 8;
   const std::int64_t panel_block = line + kPanelHeight + kPanelGap;
   const std::int64_t width = std::max(plot_x + plot_w + kMargin, kMargin + text_width(title, kLabelScale) + kMargin);
-  const std::int64_t height = kMargin + line + 4 + static_cast<std::int64_t>(panels.size()) * panel_block + 2 * line + kMargin;
+  const std::int64_t height =
+      kMargin + line + 4 + static_cast<std::int64_t>(panels.size()) * panel_block + 2 * line + kMargin;
   Raster r(static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(height));
   r.draw_text(kMargin, kMargin, title, kBlack, kLabelScale);
 
@@ -74,15 +75,18 @@ Raster render_bar_panels(const std::string& title, const std::string& x_label, s
     r.fill_rect(plot_x - 1, base - kPanelHeight, 1, kPanelHeight + 1, kBlack);  // y axis
     r.fill_rect(plot_x - 1, base, plot_w + 1, 1, kBlack);                       // x axis
     const std::string top = tick_label(tops[k]);
-    r.draw_text(plot_x - 6 - text_width(top, kLabelScale), base - kPanelHeight - text_height(kLabelScale) / 2, top, kBlack, kLabelScale);
-    r.draw_text(plot_x - 6 - text_width("0", kLabelScale), base - text_height(kLabelScale) / 2, "0", kBlack, kLabelScale);
+    r.draw_text(plot_x - 6 - text_width(top, kLabelScale), base - kPanelHeight - text_height(kLabelScale) / 2, top,
+                kBlack, kLabelScale);
+    r.draw_text(plot_x - 6 - text_width("0", kLabelScale), base - text_height(kLabelScale) / 2, "0", kBlack,
+                kLabelScale);
     y += panel_block;
   }
   // The shared x axis: first and last position, and what it counts.
   const std::string last = std::to_string(n - 1);
   r.draw_text(plot_x, y - kPanelGap + 4, "0", kBlack, kLabelScale);
   r.draw_text(plot_x + plot_w - text_width(last, kLabelScale), y - kPanelGap + 4, last, kBlack, kLabelScale);
-  r.draw_text(plot_x + (plot_w - text_width(x_label, kLabelScale)) / 2, y - kPanelGap + 4 + line, x_label, kBlack, kLabelScale);
+  r.draw_text(plot_x + (plot_w - text_width(x_label, kLabelScale)) / 2, y - kPanelGap + 4 + line, x_label, kBlack,
+              kLabelScale);
   return r;
 }
 

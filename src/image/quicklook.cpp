@@ -87,8 +87,10 @@ Quicklook render_quicklook(std::span<const double> values, std::uint64_t rows, s
   if (out.missing == values.size()) lo = hi = o.log_scale ? 1.0 : 0.0;  // nothing to colour
   lo = o.low.value_or(lo);
   hi = o.high.value_or(hi);
-  if (o.low && o.high && !(lo < hi)) throw UsageError("the colour range needs low < high (got " + tick_label(lo) + ", " + tick_label(hi) + ")");
-  if (o.log_scale && lo <= 0) throw UsageError("a log colour scale needs a positive low end (got " + tick_label(lo) + ")");
+  if (o.low && o.high && !(lo < hi))
+    throw UsageError("the colour range needs low < high (got " + tick_label(lo) + ", " + tick_label(hi) + ")");
+  if (o.log_scale && lo <= 0)
+    throw UsageError("a log colour scale needs a positive low end (got " + tick_label(lo) + ")");
   if (!(lo < hi)) {  // one value everywhere: centre it on the bar
     const double half = lo == 0 ? 0.5 : std::abs(lo) * 0.5;
     lo = o.log_scale ? lo / 2 : lo - half;
@@ -122,7 +124,8 @@ Quicklook render_quicklook(std::span<const double> values, std::uint64_t rows, s
     const std::uint64_t shown_row = o.origin_top ? r : g.rows - 1 - r;
     for (std::uint64_t c = 0; c < g.cols; ++c) {
       const double v = g.values[r * g.cols + c];
-      const Rgba color = counts(v, o.log_scale) ? colormap_at(o.colormap, position(v, lo, hi, o.log_scale)) : kTransparent;
+      const Rgba color =
+          counts(v, o.log_scale) ? colormap_at(o.colormap, position(v, lo, hi, o.log_scale)) : kTransparent;
       picture.fill_rect(image_x + static_cast<std::int64_t>(c * magnify),
                         image_y + static_cast<std::int64_t>(shown_row * magnify), static_cast<std::int64_t>(magnify),
                         static_cast<std::int64_t>(magnify), color);
@@ -139,9 +142,11 @@ Quicklook render_quicklook(std::span<const double> values, std::uint64_t rows, s
   for (int k = 0; k < ticks; ++k) {
     const std::int64_t y = image_y + (image_h - 1) - (image_h - 1) * k / (ticks - 1);
     picture.fill_rect(bar_x + kBarWidth, y, kTickLength, 1, kBlack);
-    const std::int64_t text_y = std::clamp<std::int64_t>(y - text_height(kLabelScale) / 2, image_y - 2,
-                                                         image_y + std::max<std::int64_t>(image_h, 2 * text_height(kLabelScale)) - text_height(kLabelScale));
-    picture.draw_text(bar_x + kBarWidth + kTickLength + 4, text_y, labels[static_cast<std::size_t>(k)], kBlack, kLabelScale);
+    const std::int64_t text_y = std::clamp<std::int64_t>(
+        y - text_height(kLabelScale) / 2, image_y - 2,
+        image_y + std::max<std::int64_t>(image_h, 2 * text_height(kLabelScale)) - text_height(kLabelScale));
+    picture.draw_text(bar_x + kBarWidth + kTickLength + 4, text_y, labels[static_cast<std::size_t>(k)], kBlack,
+                      kLabelScale);
   }
   out.picture = std::move(picture);
   return out;

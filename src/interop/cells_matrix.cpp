@@ -12,9 +12,9 @@
 namespace tessera::interop::detail {
 namespace {
 
-constexpr std::uint64_t kMajorBlock = std::uint64_t{1} << 16;   // indptr entries per read (CSC)
-constexpr std::uint64_t kEntryBlock = std::uint64_t{1} << 20;   // indices/data entries per read (CSC)
-constexpr std::uint64_t kDenseBlock = std::uint64_t{1} << 22;   // elements per dense read (32 MiB as int64)
+constexpr std::uint64_t kMajorBlock = std::uint64_t{1} << 16;  // indptr entries per read (CSC)
+constexpr std::uint64_t kEntryBlock = std::uint64_t{1} << 20;  // indices/data entries per read (CSC)
+constexpr std::uint64_t kDenseBlock = std::uint64_t{1} << 22;  // elements per dense read (32 MiB as int64)
 
 [[noreturn]] void fail(const std::string& path, const std::string& object, const std::string& what) {
   throw FormatError(path + ": " + object + ": " + what, path, object);
@@ -44,7 +44,8 @@ void check_indptr(const SparseGroup& g, std::uint64_t first, const std::vector<s
   for (std::size_t i = 0; i < ip.size(); ++i) {
     if (ip[i] < 0 || static_cast<std::uint64_t>(ip[i]) > g.nnz)
       fail(g.path, g.group + "/indptr",
-           "entry " + std::to_string(first + i) + " is " + std::to_string(ip[i]) + ", outside 0.." + std::to_string(g.nnz));
+           "entry " + std::to_string(first + i) + " is " + std::to_string(ip[i]) + ", outside 0.." +
+               std::to_string(g.nnz));
     if (i > 0 && ip[i] < ip[i - 1])
       fail(g.path, g.group + "/indptr",
            "decreases at entry " + std::to_string(first + i) + " (" + std::to_string(ip[i - 1]) + " then " +
@@ -67,7 +68,9 @@ class MajorRows final : public cells::CsrBlockSource {
   std::uint64_t n_cells() const override { return g_.n_major; }
   std::uint64_t n_genes() const override { return g_.n_minor; }
   void release() override { open_.reset(); }
-  std::string locate(std::uint64_t row) const override { return g_.path + ": " + g_.group + " row " + std::to_string(row); }
+  std::string locate(std::uint64_t row) const override {
+    return g_.path + ": " + g_.group + " row " + std::to_string(row);
+  }
 
   void read_rows(std::uint64_t first, std::uint64_t count, cells::CsrBlock& out) override {
     if (!open_) open_.emplace(g_);
@@ -213,7 +216,8 @@ class DenseRows final : public cells::CsrBlockSource {
   }
 
   template <typename T>
-  void read_box(std::uint64_t r0, std::uint64_t n_rows, std::uint64_t c0, std::uint64_t n_cols, std::vector<T>& buffer) {
+  void read_box(std::uint64_t r0, std::uint64_t n_rows, std::uint64_t c0, std::uint64_t n_cols,
+                std::vector<T>& buffer) {
     buffer.resize(static_cast<std::size_t>(n_rows * n_cols));
     const std::uint64_t origin[2] = {r0, c0};
     const std::uint64_t extent[2] = {n_rows, n_cols};
@@ -235,7 +239,8 @@ SparseGroup check_sparse_group(const Hdf5File& file, const std::string& group, s
   std::vector<std::uint64_t> lengths;
   for (const char* member : {"data", "indices", "indptr"}) {
     const std::string object = group + "/" + member;
-    if (file.kind(object) != Hdf5Kind::Dataset) fail(path, object, "missing (a sparse matrix group needs data, indices and indptr)");
+    if (file.kind(object) != Hdf5Kind::Dataset)
+      fail(path, object, "missing (a sparse matrix group needs data, indices and indptr)");
     const Hdf5Dataset d = file.dataset(object);
     if (d.shape().size() != 1)
       fail(path, object, "must be 1-D, has " + std::to_string(d.shape().size()) + " dimensions");

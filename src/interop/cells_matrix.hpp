@@ -23,12 +23,12 @@
 namespace tessera::interop::detail {
 
 struct SparseGroup {
-  std::string path;          // the file
-  std::string group;         // "X", "layers/counts", "raw/X", "matrix", "GRCh38"
-  std::uint64_t n_major = 0; // indptr has n_major + 1 entries
-  std::uint64_t n_minor = 0; // indices lie in 0 .. n_minor − 1
-  std::uint64_t nnz = 0;     // entries of `data` and `indices`
-  bool real_values = false;  // `data` holds floating point (else integers or booleans)
+  std::string path;           // the file
+  std::string group;          // "X", "layers/counts", "raw/X", "matrix", "GRCh38"
+  std::uint64_t n_major = 0;  // indptr has n_major + 1 entries
+  std::uint64_t n_minor = 0;  // indices lie in 0 .. n_minor − 1
+  std::uint64_t nnz = 0;      // entries of `data` and `indices`
+  bool real_values = false;   // `data` holds floating point (else integers or booleans)
 };
 
 // Checks the group's three datasets without reading the matrix: each 1-D and numeric, `indptr`

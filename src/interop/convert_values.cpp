@@ -45,7 +45,8 @@ void cf_decode(const SourceArray& array, std::span<const std::byte> in, std::spa
       double value;
       bool is_fill;
       if (array.stored == DType::F16 || std::is_same_v<S, float>) {
-        const float f = array.stored == DType::F16 ? half_to_float(static_cast<std::uint16_t>(s)) : static_cast<float>(s);
+        const float f =
+            array.stored == DType::F16 ? half_to_float(static_cast<std::uint16_t>(s)) : static_cast<float>(s);
         value = static_cast<double>(f);
         is_fill = cf.fill && fill_matches_f32(f, *cf.fill);
       } else if constexpr (std::is_same_v<S, double>) {
@@ -55,7 +56,8 @@ void cf_decode(const SourceArray& array, std::span<const std::byte> in, std::spa
         value = static_cast<double>(s);
         is_fill = cf.fill && value == *cf.fill;
       }
-      const Out decoded = is_fill ? std::numeric_limits<Out>::quiet_NaN() : static_cast<Out>(value * cf.scale + cf.offset);
+      const Out decoded =
+          is_fill ? std::numeric_limits<Out>::quiet_NaN() : static_cast<Out>(value * cf.scale + cf.offset);
       store_le<Out>(out.data() + i * sizeof(Out), decoded);
     }
   });

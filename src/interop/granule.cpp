@@ -46,11 +46,12 @@ class Column {
                             " dimensions; the config reads it as " + (column ? "a 2-D dataset's column" : "1-D"),
                         file.path(), path);
     if (column && *column >= shape[1])
-      throw FormatError(file.path() + ": dataset \"" + path + "\" has " + std::to_string(shape[1]) + " columns; the config reads column " +
-                            std::to_string(*column),
+      throw FormatError(file.path() + ": dataset \"" + path + "\" has " + std::to_string(shape[1]) +
+                            " columns; the config reads column " + std::to_string(*column),
                         file.path(), path);
     if (dataset_.element() != Hdf5Element::Integer && dataset_.element() != Hdf5Element::Float)
-      throw FormatError(file.path() + ": dataset \"" + path + "\" holds " + dataset_.type_name() + ", not numbers", file.path(), path);
+      throw FormatError(file.path() + ": dataset \"" + path + "\" holds " + dataset_.type_name() + ", not numbers",
+                        file.path(), path);
   }
   std::uint64_t rows() const { return dataset_.shape()[0]; }
   const std::string& path() const { return path_; }
@@ -88,8 +89,8 @@ std::uint64_t toc_of(double gps_seconds) {
 
 }  // namespace
 
-bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan, std::size_t file, std::size_t block_rows,
-                  const ragged::build::PointSink& sink) {
+bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan, std::size_t file,
+                  std::size_t block_rows, const ragged::build::PointSink& sink) {
   if (!is_hdf5_file(path)) return false;
   const Hdf5File h5(path);
   ragged::build::PointBlock block;
@@ -133,8 +134,8 @@ bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan
     for (const Column& c : filter_cols) all.push_back(&c);
     for (const Column* c : all)
       if (c->rows() != rows)
-        throw FormatError(path + ": \"" + c->path() + "\" has " + std::to_string(c->rows()) + " rows, \"" + lat_path + "\" " +
-                              std::to_string(rows),
+        throw FormatError(path + ": \"" + c->path() + "\" has " + std::to_string(c->rows()) + " rows, \"" + lat_path +
+                              "\" " + std::to_string(rows),
                           path, c->path());
     for (std::uint64_t first = 0; first < rows; first += block_rows) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(block_rows, rows - first));
@@ -153,7 +154,8 @@ bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan
             kept = false;
           }
         if (!kept) continue;
-        if ((value_col.fill() && value[i] == *value_col.fill()) || (sigma_col && sigma_col->fill() && sigma[i] == *sigma_col->fill())) {
+        if ((value_col.fill() && value[i] == *value_col.fill()) ||
+            (sigma_col && sigma_col->fill() && sigma[i] == *sigma_col->fill())) {
           ++block.dropped["fill_value"];
           continue;
         }

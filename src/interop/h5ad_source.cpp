@@ -15,7 +15,6 @@ namespace {
   throw FormatError(path + ": " + object + ": " + what, path, object);
 }
 
-
 std::uint64_t index_length(const Hdf5File& f, const std::string& object) {
   return detail::string_index(f, object).shape()[0];
 }
@@ -48,9 +47,9 @@ void scan_sparse(const Hdf5File& f, H5adScan& s) {
     if (*enc == "csr_matrix") s.layout = H5adLayout::Csr;
     else if (*enc == "csc_matrix") s.layout = H5adLayout::Csc;
     else
-      throw UnsupportedError(path + ": " + s.matrix + ": encoding-type '" + *enc +
-                                 "' is not csr_matrix or csc_matrix (or a dense array)",
-                             path, s.matrix);
+      throw UnsupportedError(
+          path + ": " + s.matrix + ": encoding-type '" + *enc + "' is not csr_matrix or csc_matrix (or a dense array)",
+          path, s.matrix);
   } else if (legacy) {
     if (*legacy == "csr") s.layout = H5adLayout::Csr;
     else if (*legacy == "csc") s.layout = H5adLayout::Csc;
@@ -76,7 +75,8 @@ void scan_sparse(const Hdf5File& f, H5adScan& s) {
 void scan_dense(const Hdf5File& f, H5adScan& s) {
   const Hdf5Dataset d = f.dataset(s.matrix);
   if (d.shape().size() != 2)
-    fail(f.path(), s.matrix, "a dense matrix must be 2-D, this one has " + std::to_string(d.shape().size()) + " dimensions");
+    fail(f.path(), s.matrix,
+         "a dense matrix must be 2-D, this one has " + std::to_string(d.shape().size()) + " dimensions");
   const Hdf5Element e = d.element();
   if (e != Hdf5Element::Integer && e != Hdf5Element::Float && e != Hdf5Element::Bool)
     fail(f.path(), s.matrix, "holds " + d.type_name() + ", not numbers");

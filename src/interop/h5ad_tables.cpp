@@ -37,14 +37,12 @@ struct Frame {
 
   [[noreturn]] void unsupported(const std::string& column, const std::string& what) const {
     const std::string o = object(column);
-    const std::string hint = obs ? "; leave it out with --obs-exclude " + column
-                                 : "; convert without var.parquet with --no-var";
-    throw UnsupportedError(path() + ": " + o + ": column '" + column + "' " + what + ", which tessera does not read" +
-                               hint,
-                           path(), o);
+    const std::string hint =
+        obs ? "; leave it out with --obs-exclude " + column : "; convert without var.parquet with --no-var";
+    throw UnsupportedError(
+        path() + ": " + o + ": column '" + column + "' " + what + ", which tessera does not read" + hint, path(), o);
   }
 };
-
 
 std::vector<std::string> read_index(const Hdf5File& f, const std::string& object) {
   const Hdf5Dataset d = detail::string_index(f, object);
@@ -66,8 +64,7 @@ std::vector<std::string> column_order(const Hdf5File& f, const std::string& grou
 Hdf5Dataset vector_of(const Hdf5File& f, const std::string& object, std::uint64_t n) {
   if (f.kind(object) != Hdf5Kind::Dataset) fail(f.path(), object, "missing (or not a dataset)");
   Hdf5Dataset d = f.dataset(object);
-  if (d.shape().size() != 1)
-    fail(f.path(), object, "must be 1-D, not " + std::to_string(d.shape().size()) + "-D");
+  if (d.shape().size() != 1) fail(f.path(), object, "must be 1-D, not " + std::to_string(d.shape().size()) + "-D");
   if (d.shape()[0] != n)
     fail(f.path(), object, std::to_string(d.shape()[0]) + " rows, but the index has " + std::to_string(n));
   return d;
@@ -208,7 +205,8 @@ InputObsColumn categorical(const Frame& fr, const std::string& name, const std::
   col.kind = ObsKind::Category;
   col.categories = category_strings(fr.file, categories_object);
   const Hdf5Dataset codes = vector_of(fr.file, codes_object, fr.n_rows);
-  if (codes.element() != Hdf5Element::Integer) fail(fr.path(), codes_object, "codes must be integers, not " + codes.type_name());
+  if (codes.element() != Hdf5Element::Integer)
+    fail(fr.path(), codes_object, "codes must be integers, not " + codes.type_name());
   const auto v = read_int64(codes);
   const auto n_categories = static_cast<std::int64_t>(col.categories.size());
   col.values = Column(ColumnType::Int32);
@@ -356,9 +354,9 @@ std::string dataframe_index(const Hdf5File& f, const std::string& group) {
   switch (f.kind(group)) {
     case Hdf5Kind::Group: break;
     case Hdf5Kind::Dataset:
-      throw UnsupportedError(path + ": " + group +
-                                 ": a dataframe stored as a compound dataset (AnnData before 0.7) is not supported",
-                             path, group);
+      throw UnsupportedError(
+          path + ": " + group + ": a dataframe stored as a compound dataset (AnnData before 0.7) is not supported",
+          path, group);
     case Hdf5Kind::Missing:
     case Hdf5Kind::Other: fail(path, group, "missing");
   }
@@ -367,15 +365,16 @@ std::string dataframe_index(const Hdf5File& f, const std::string& group) {
   const auto index = f.string_attribute(group, "_index");
   if (!index) fail(path, group, "no '_index' attribute naming the index");
   const std::string object = group + "/" + *index;
-  if (f.kind(object) != Hdf5Kind::Dataset) fail(path, object, "the index named by " + group + "/_index is not a dataset");
+  if (f.kind(object) != Hdf5Kind::Dataset)
+    fail(path, object, "the index named by " + group + "/_index is not a dataset");
   return object;
 }
 
 Hdf5Dataset string_index(const Hdf5File& f, const std::string& object) {
   Hdf5Dataset d = f.dataset(object);
   if (d.shape().size() != 1 || d.element() != Hdf5Element::String)
-    fail(f.path(), object, "the index must be a 1-D list of strings, not " + std::to_string(d.shape().size()) + "-D " +
-                               d.type_name());
+    fail(f.path(), object,
+         "the index must be a 1-D list of strings, not " + std::to_string(d.shape().size()) + "-D " + d.type_name());
   return d;
 }
 

@@ -6,9 +6,9 @@
 //
 // libhdf5 as Debian builds it is thread-safe (one global lock), so reads from several threads are
 // correct but take turns inside the library; a read of exactly one deflate/shuffle chunk therefore
-// goes through hdf5_chunk (stored bytes under the lock, decoding outside it). Its automatic error printing is switched off on every
-// thread that calls in (library code never prints); failures become FormatError/IoError carrying
-// the innermost messages of HDF5's error stack.
+// goes through hdf5_chunk (stored bytes under the lock, decoding outside it). Its automatic error printing is switched
+// off on every thread that calls in (library code never prints); failures become FormatError/IoError carrying the
+// innermost messages of HDF5's error stack.
 #include <hdf5.h>
 
 #include <algorithm>
@@ -222,8 +222,8 @@ class Hdf5Source final : public ArraySource {
       if (H5Pget_chunk(plist.get(), rank, chunk.data()) == rank) array.chunk_shape.assign(chunk.begin(), chunk.end());
     }
     const hid_t ds = dataset.get();
-    array.metadata.attrs = detail::collect_attrs(attribute_names(ds),
-                                                 [&](const std::string& n) { return attribute_text(ds, n); });
+    array.metadata.attrs =
+        detail::collect_attrs(attribute_names(ds), [&](const std::string& n) { return attribute_text(ds, n); });
     if (array.stored != DType::Bool) {
       const auto scale = attribute_number(ds, "scale_factor");
       const auto offset = attribute_number(ds, "add_offset");
@@ -236,7 +236,8 @@ class Hdf5Source final : public ArraySource {
         array.cf = cf;
       }
     }
-    array.missing = detail::missing_values_of(array, attribute_numbers(ds, "_FillValue"), attribute_numbers(ds, "missing_value"));
+    array.missing =
+        detail::missing_values_of(array, attribute_numbers(ds, "_FillValue"), attribute_numbers(ds, "missing_value"));
     if (const auto list = attribute_text(ds, "coordinates")) add_coordinates(*list, array.metadata);
     arrays_.push_back(std::move(array));
     auto direct = h5::DirectChunks::plan(dataset.get(), element->memory.get(), arrays_.back().shape);

@@ -89,10 +89,11 @@ std::optional<DirectChunks> DirectChunks::plan(hid_t dataset, hid_t memory_type,
       unsigned values[8] = {};
       std::size_t count = 8;
       char name[64] = {};
-      const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &count, values,
-                                             sizeof name, name, &config);
+      const H5Z_filter_t id =
+          H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &count, values, sizeof name, name, &config);
       if (id == H5Z_FILTER_DEFLATE) d.filters_.push_back(Filter::Deflate);
-      else if (id == H5Z_FILTER_SHUFFLE && (count == 0 || values[0] == d.element_size_)) d.filters_.push_back(Filter::Shuffle);
+      else if (id == H5Z_FILTER_SHUFFLE && (count == 0 || values[0] == d.element_size_))
+        d.filters_.push_back(Filter::Shuffle);
       else usable = false;
     }
     if (usable) out = std::move(d);
@@ -101,7 +102,8 @@ std::optional<DirectChunks> DirectChunks::plan(hid_t dataset, hid_t memory_type,
   return out;
 }
 
-bool DirectChunks::is_chunk(std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent) const noexcept {
+bool DirectChunks::is_chunk(std::span<const std::uint64_t> origin,
+                            std::span<const std::uint64_t> extent) const noexcept {
   if (origin.size() != chunk_.size() || extent.size() != chunk_.size()) return false;
   for (std::size_t d = 0; d < chunk_.size(); ++d) {
     if (origin[d] % chunk_[d] != 0 || origin[d] >= shape_[d]) return false;

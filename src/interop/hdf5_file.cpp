@@ -38,8 +38,7 @@ std::string relative(const std::string& object) {
 
 // A conversion to int64 that would leave the type's range aborts the read instead of clipping.
 H5T_conv_ret_t refuse_out_of_range(H5T_conv_except_t kind, hid_t, hid_t, void*, void*, void*) {
-  return kind == H5T_CONV_EXCEPT_RANGE_HI || kind == H5T_CONV_EXCEPT_RANGE_LOW ? H5T_CONV_ABORT
-                                                                               : H5T_CONV_UNHANDLED;
+  return kind == H5T_CONV_EXCEPT_RANGE_HI || kind == H5T_CONV_EXCEPT_RANGE_LOW ? H5T_CONV_ABORT : H5T_CONV_UNHANDLED;
 }
 
 Hdf5Element element_of(hid_t type) {
@@ -182,8 +181,8 @@ std::vector<std::string> Hdf5Dataset::read_strings(std::uint64_t first, std::uin
   h5::quiet();
   const Impl& m = *impl_;
   if (m.element != Hdf5Element::String || m.shape.size() != 1)
-    throw FormatError(m.path + ": dataset \"" + m.name + "\": holds " + type_name() + ", not a list of strings",
-                      m.path, m.name);
+    throw FormatError(m.path + ": dataset \"" + m.name + "\": holds " + type_name() + ", not a list of strings", m.path,
+                      m.name);
   const std::uint64_t origin[1] = {first};
   const std::uint64_t extent[1] = {count};
   Hid file_space, memory_space;
@@ -292,13 +291,14 @@ std::optional<std::string> Hdf5File::string_attribute(const std::string& object,
 }
 
 std::optional<std::vector<std::string>> Hdf5File::string_list_attribute(const std::string& object,
-                                                                         const std::string& name) const {
+                                                                        const std::string& name) const {
   h5::quiet();
   auto a = attribute_of(impl_->file.get(), object, name);
   if (!a) {
     // Present but without elements (h5py stores an empty list as an empty float64 array).
     const std::string rel = relative(object);
-    const htri_t exists = H5Aexists_by_name(impl_->file.get(), rel.empty() ? "/" : rel.c_str(), name.c_str(), H5P_DEFAULT);
+    const htri_t exists =
+        H5Aexists_by_name(impl_->file.get(), rel.empty() ? "/" : rel.c_str(), name.c_str(), H5P_DEFAULT);
     H5Eclear2(H5E_DEFAULT);
     if (exists > 0) return std::vector<std::string>{};
     return std::nullopt;
@@ -337,7 +337,8 @@ std::optional<std::string> Hdf5File::referenced_object(const std::string& object
     return std::nullopt;
   }
   hobj_ref_t ref{};
-  if (H5Aread(a->attr.get(), H5T_STD_REF_OBJ, &ref) < 0) fail(impl_->path, object, "cannot read attribute '" + name + "'");
+  if (H5Aread(a->attr.get(), H5T_STD_REF_OBJ, &ref) < 0)
+    fail(impl_->path, object, "cannot read attribute '" + name + "'");
   const ssize_t length = H5Rget_name(impl_->file.get(), H5R_OBJECT, &ref, nullptr, 0);
   if (length <= 0) fail(impl_->path, object, "attribute '" + name + "' references no object with a name");
   std::string target(static_cast<std::size_t>(length) + 1, '\0');
@@ -379,8 +380,7 @@ Hdf5Dataset Hdf5File::dataset(const std::string& object) const {
   h5::quiet();
   const std::string& path = impl_->path;
   const std::string rel = relative(object);
-  if (kind(rel) != Hdf5Kind::Dataset)
-    throw FormatError(path + ": \"" + rel + "\" is not a dataset", path, rel);
+  if (kind(rel) != Hdf5Kind::Dataset) throw FormatError(path + ": \"" + rel + "\" is not a dataset", path, rel);
   auto d = std::make_unique<Hdf5Dataset::Impl>();
   d->keep_file = impl_;
   d->path = path;
@@ -407,8 +407,8 @@ Hdf5Dataset Hdf5File::dataset(const std::string& object) const {
     unsigned flags = 0, config = 0;
     std::size_t n_values = 0;
     char name[64] = {0};
-    const H5Z_filter_t id = H5Pget_filter2(plist.get(), static_cast<unsigned>(i), &flags, &n_values, nullptr,
-                                           sizeof name, name, &config);
+    const H5Z_filter_t id =
+        H5Pget_filter2(plist.get(), static_cast<unsigned>(i), &flags, &n_values, nullptr, sizeof name, name, &config);
     if (id < 0) fail(path, rel, "cannot read filter " + std::to_string(i));
     if (H5Zfilter_avail(id) <= 0) {
       H5Eclear2(H5E_DEFAULT);

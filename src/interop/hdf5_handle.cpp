@@ -77,10 +77,18 @@ std::optional<ElementType> classify(hid_t type) {
     case H5T_INTEGER: {
       const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
       switch (size) {
-        case 1: return ElementType{is_signed ? DType::I8 : DType::U8, copy_type(is_signed ? H5T_NATIVE_INT8 : H5T_NATIVE_UINT8)};
-        case 2: return ElementType{is_signed ? DType::I16 : DType::U16, copy_type(is_signed ? H5T_NATIVE_INT16 : H5T_NATIVE_UINT16)};
-        case 4: return ElementType{is_signed ? DType::I32 : DType::U32, copy_type(is_signed ? H5T_NATIVE_INT32 : H5T_NATIVE_UINT32)};
-        case 8: return ElementType{is_signed ? DType::I64 : DType::U64, copy_type(is_signed ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64)};
+        case 1:
+          return ElementType{is_signed ? DType::I8 : DType::U8,
+                             copy_type(is_signed ? H5T_NATIVE_INT8 : H5T_NATIVE_UINT8)};
+        case 2:
+          return ElementType{is_signed ? DType::I16 : DType::U16,
+                             copy_type(is_signed ? H5T_NATIVE_INT16 : H5T_NATIVE_UINT16)};
+        case 4:
+          return ElementType{is_signed ? DType::I32 : DType::U32,
+                             copy_type(is_signed ? H5T_NATIVE_INT32 : H5T_NATIVE_UINT32)};
+        case 8:
+          return ElementType{is_signed ? DType::I64 : DType::U64,
+                             copy_type(is_signed ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64)};
         default: return std::nullopt;
       }
     }

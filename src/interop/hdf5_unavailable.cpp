@@ -37,9 +37,7 @@ std::optional<std::string> Hdf5File::string_attribute(const std::string&, const 
 std::optional<std::vector<std::string>> Hdf5File::string_list_attribute(const std::string&, const std::string&) const {
   refuse();
 }
-std::optional<std::string> Hdf5File::referenced_object(const std::string&, const std::string&) const {
-  refuse();
-}
+std::optional<std::string> Hdf5File::referenced_object(const std::string&, const std::string&) const { refuse(); }
 std::optional<std::vector<std::int64_t>> Hdf5File::integer_attribute(const std::string&, const std::string&) const {
   refuse();
 }

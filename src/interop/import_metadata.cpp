@@ -15,8 +15,8 @@
 namespace tessera::interop::detail {
 namespace {
 
-constexpr std::array<std::string_view, 8> kPreferredAttrs = {
-    "units", "long_name", "standard_name", "description", "title", "scale_factor", "add_offset", "_FillValue"};
+constexpr std::array<std::string_view, 8> kPreferredAttrs = {"units", "long_name",    "standard_name", "description",
+                                                             "title", "scale_factor", "add_offset",    "_FillValue"};
 
 template <typename T>
 std::string fixed_shortest(T v) {
@@ -61,8 +61,8 @@ bool valid_footer_string(std::string_view s) noexcept {
   return !s.empty() && s.size() <= tet::MetadataLimits::kStringBytes && is_valid_utf8(s);
 }
 
-std::map<std::string, std::string> collect_attrs(const std::vector<std::string>& names,
-                                                 const std::function<std::optional<std::string>(const std::string&)>& read) {
+std::map<std::string, std::string> collect_attrs(
+    const std::vector<std::string>& names, const std::function<std::optional<std::string>(const std::string&)>& read) {
   std::map<std::string, std::string> out;
   auto take = [&](const std::string& name) {
     if (!valid_footer_string(name)) return;

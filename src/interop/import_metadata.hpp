@@ -38,8 +38,8 @@ bool valid_footer_string(std::string_view s) noexcept;
 // description, title, scale_factor, add_offset, _FillValue) when present, then the others in
 // `names` order until 64, skipping names or values that are not valid footer strings. `read`
 // returns an attribute's value text, or nullopt when its type is not imported.
-std::map<std::string, std::string> collect_attrs(const std::vector<std::string>& names,
-                                                 const std::function<std::optional<std::string>(const std::string&)>& read);
+std::map<std::string, std::string> collect_attrs(
+    const std::vector<std::string>& names, const std::function<std::optional<std::string>(const std::string&)>& read);
 
 // `names` when it fits the limits (1..8 names, each a valid footer string), else nullopt.
 std::optional<std::vector<std::string>> limited_dim_names(std::vector<std::string> names);

@@ -270,6 +270,8 @@ class NetCdfSource final : public ArraySource {
 
 }  // namespace
 
-std::unique_ptr<ArraySource> open_netcdf_source(const std::string& path) { return std::make_unique<NetCdfSource>(path); }
+std::unique_ptr<ArraySource> open_netcdf_source(const std::string& path) {
+  return std::make_unique<NetCdfSource>(path);
+}
 
 }  // namespace tessera::interop

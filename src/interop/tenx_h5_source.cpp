@@ -18,9 +18,11 @@ std::vector<std::string> read_names(const Hdf5File& f, const std::string& object
   if (f.kind(object) != Hdf5Kind::Dataset) fail(f.path(), object, "missing");
   const Hdf5Dataset d = f.dataset(object);
   if (d.shape().size() != 1 || d.element() != Hdf5Element::String)
-    fail(f.path(), object, "must be a 1-D list of strings, not " + std::to_string(d.shape().size()) + "-D " + d.type_name());
+    fail(f.path(), object,
+         "must be a 1-D list of strings, not " + std::to_string(d.shape().size()) + "-D " + d.type_name());
   if (d.shape()[0] != n)
-    fail(f.path(), object, std::to_string(d.shape()[0]) + " entries, but the shape has " + std::to_string(n) + " " + what);
+    fail(f.path(), object,
+         std::to_string(d.shape()[0]) + " entries, but the shape has " + std::to_string(n) + " " + what);
   return d.read_strings(0, n);
 }
 
@@ -29,16 +31,18 @@ std::string matrix_group(const Hdf5File& f, const std::string& genome) {
   const std::string& path = f.path();
   if (f.kind("matrix") == Hdf5Kind::Group) {
     if (!genome.empty())
-      throw UsageError(path + ": --10x-genome selects a genome group of a Cell Ranger 2 file; this file has one 'matrix' group",
-                       path);
+      throw UsageError(
+          path + ": --10x-genome selects a genome group of a Cell Ranger 2 file; this file has one 'matrix' group",
+          path);
     return "matrix";
   }
   std::vector<std::string> genomes;
   for (const auto& name : f.members("/"))
     if (f.kind(name) == Hdf5Kind::Group && f.kind(name + "/genes") == Hdf5Kind::Dataset) genomes.push_back(name);
   if (genomes.empty())
-    throw FormatError(path + ": neither a 'matrix' group (Cell Ranger 3 and later) nor genome groups with 'genes' "
-                             "(Cell Ranger 2)",
+    throw FormatError(path +
+                          ": neither a 'matrix' group (Cell Ranger 3 and later) nor genome groups with 'genes' "
+                          "(Cell Ranger 2)",
                       path);
   std::string list;
   for (const auto& g : genomes) list += (list.empty() ? "" : ", ") + g;

@@ -148,8 +148,8 @@ std::vector<ExportDataset> plan_export(const tet::TetFile& file, const std::stri
   std::vector<ExportDataset> out;
   for (const tet::Dataset& ds : file.datasets()) {
     if (!io::is_valid_key(ds.name))
-      throw UnsupportedError("dataset `" + ds.name + "` cannot be a Zarr node path (empty, `.` or `..` component)", input,
-                             ds.name);
+      throw UnsupportedError("dataset `" + ds.name + "` cannot be a Zarr node path (empty, `.` or `..` component)",
+                             input, ds.name);
     if (!arrays.insert(ds.name).second)
       throw UnsupportedError("dataset `" + ds.name + "` appears twice; Zarr node paths are unique", input, ds.name);
     for (std::size_t at = ds.name.find('/'); at != std::string::npos; at = ds.name.find('/', at + 1))
@@ -159,8 +159,8 @@ std::vector<ExportDataset> plan_export(const tet::TetFile& file, const std::stri
     const auto first = file.entry(ds.entry_of_chunk.front()).codec;
     for (const auto e : ds.entry_of_chunk)
       if (file.entry(e).codec != first)
-        throw UnsupportedError("dataset `" + ds.name + "` mixes raw and zstd chunk codecs; re-export with one codec", input,
-                               ds.name);
+        throw UnsupportedError("dataset `" + ds.name + "` mixes raw and zstd chunk codecs; re-export with one codec",
+                               input, ds.name);
     x.codec = tet::entry_codec(file.entry(ds.entry_of_chunk.front()));
     x.type = zarr::DataType::fixed(ds.dtype);
     x.fill = zarr::zero_fill(x.type).element;
@@ -174,7 +174,8 @@ std::vector<ExportDataset> plan_export(const tet::TetFile& file, const std::stri
   }
   for (const std::string& g : groups)
     if (arrays.contains(g))
-      throw UnsupportedError("dataset `" + g + "` is also the group of another dataset; Zarr cannot hold both", input, g);
+      throw UnsupportedError("dataset `" + g + "` is also the group of another dataset; Zarr cannot hold both", input,
+                             g);
   return out;
 }
 
@@ -233,7 +234,8 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
 
 }  // namespace
 
-ExportSummary export_tet_to_zarr(const std::string& input, const std::string& output_dir, const ExportOptions& options) {
+ExportSummary export_tet_to_zarr(const std::string& input, const std::string& output_dir,
+                                 const ExportOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   require_empty_output(output_dir);
   const tet::TetFile file = tet::TetFile::open(input);

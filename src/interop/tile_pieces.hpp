@@ -60,7 +60,7 @@ class TilePieces {
   bool whole_tiles_;
 
   bool done_ = false;
-  std::array<std::uint64_t, tet::kMaxRank> tile_{};     // grid coordinates of the current tile
+  std::array<std::uint64_t, tet::kMaxRank> tile_{};               // grid coordinates of the current tile
   std::array<std::uint64_t, tet::kMaxRank> origin_{}, extent_{};  // its box
   // Cutting the current tile: axes before `axis_` step one index at a time, `axis_` in steps of
   // `step_`, later axes are whole. `at_` is the current piece's offset inside the tile.

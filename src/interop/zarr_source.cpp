@@ -121,7 +121,8 @@ class ZarrSource final : public ArraySource {
   void add_array(const std::string& name, const std::string& node, const std::vector<std::byte>& bytes,
                  const std::string& key) {
     if (!detail::valid_footer_string(name)) return;
-    zarr::Array reader = naming_array(path_, name, [&] { return zarr::Array(store_, node, zarr::decode_array(bytes, key)); });
+    zarr::Array reader =
+        naming_array(path_, name, [&] { return zarr::Array(store_, node, zarr::decode_array(bytes, key)); });
     const zarr::ArrayMeta& meta = reader.meta();
     SourceArray array;
     array.name = name;
@@ -131,7 +132,8 @@ class ZarrSource final : public ArraySource {
     if (meta.attributes.is_object()) {
       std::vector<std::string> names;
       for (const auto& item : meta.attributes.items()) names.push_back(item.key());
-      array.metadata.attrs = detail::collect_attrs(names, [&](const std::string& n) { return json_attr_text(meta.attributes.at(n)); });
+      array.metadata.attrs =
+          detail::collect_attrs(names, [&](const std::string& n) { return json_attr_text(meta.attributes.at(n)); });
     }
     if (meta.dimension_names) {
       std::vector<std::string> dims;

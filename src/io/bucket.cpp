@@ -130,7 +130,8 @@ BucketAccess s3_access(const BucketUri& uri, const HttpOptions& base) {
     a.bucket_url = endpoint.substr(0, host) + uri.bucket + "." + endpoint.substr(host);
   }
 
-  std::string key_id = env("AWS_ACCESS_KEY_ID"), secret = env("AWS_SECRET_ACCESS_KEY"), token = env("AWS_SESSION_TOKEN");
+  std::string key_id = env("AWS_ACCESS_KEY_ID"), secret = env("AWS_SECRET_ACCESS_KEY"),
+              token = env("AWS_SESSION_TOKEN");
   if (key_id.empty() || secret.empty()) {
     key_id = profile.get("aws_access_key_id");
     secret = profile.get("aws_secret_access_key");
@@ -149,7 +150,8 @@ BucketAccess s3_access(const BucketUri& uri, const HttpOptions& base) {
     a.http.auth.access_key_id = key_id;
     a.http.auth.secret_access_key = secret;
     if (!token.empty()) a.http.auth.headers.push_back("x-amz-security-token: " + token);
-    a.http.auth.denied_hint = "; the request was signed with access key " + key_id.substr(0, 4) + "… in region " + a.region;
+    a.http.auth.denied_hint =
+        "; the request was signed with access key " + key_id.substr(0, 4) + "… in region " + a.region;
   }
   return a;
 }
@@ -159,8 +161,8 @@ BucketAccess gcs_access(const BucketUri& uri, const HttpOptions& base) {
   a.http = base;
   a.region = "auto";
   const std::string emulator = env("STORAGE_EMULATOR_HOST");
-  const std::string endpoint =
-      emulator.empty() ? std::string("https://storage.googleapis.com") : endpoint_with_scheme(emulator, "STORAGE_EMULATOR_HOST");
+  const std::string endpoint = emulator.empty() ? std::string("https://storage.googleapis.com")
+                                                : endpoint_with_scheme(emulator, "STORAGE_EMULATOR_HOST");
   a.bucket_url = endpoint + "/" + uri.bucket;
   if (const std::string token = env("GOOGLE_OAUTH_ACCESS_TOKEN"); !token.empty()) {
     a.http.auth.headers.push_back("Authorization: Bearer " + token);
@@ -197,11 +199,13 @@ BucketUri parse_bucket_uri(std::string_view uri) {
   while (!key.empty() && key.front() == '/') key.erase(key.begin());
   out.key = strip_trailing_slashes(std::move(key));
   if (out.bucket.empty())
-    throw UsageError(std::string(uri) + ": no bucket name (expected " + out.scheme + "://BUCKET/KEY)", std::string(uri));
-  if (!valid_bucket_name(out.bucket))
-    throw UsageError(std::string(uri) + ": '" + out.bucket +
-                         "' is not a bucket name (3 to 63 of a-z, 0-9, '.', '-', '_', starting and ending with a letter or digit)",
+    throw UsageError(std::string(uri) + ": no bucket name (expected " + out.scheme + "://BUCKET/KEY)",
                      std::string(uri));
+  if (!valid_bucket_name(out.bucket))
+    throw UsageError(
+        std::string(uri) + ": '" + out.bucket +
+            "' is not a bucket name (3 to 63 of a-z, 0-9, '.', '-', '_', starting and ending with a letter or digit)",
+        std::string(uri));
   return out;
 }
 
@@ -217,8 +221,8 @@ std::unique_ptr<ByteSource> open_bucket_source(const BucketUri& uri, const HttpO
 
 BucketStore::BucketStore(const BucketUri& root, const HttpOptions& base)
     : root_(root), access_(bucket_access(root, base)), name_(uri_text(root)) {
-  objects_ = std::make_unique<HttpStore>(access_.bucket_url + (root_.key.empty() ? "" : "/" + percent_encode(root_.key, true)),
-                                         access_.http, name_);
+  objects_ = std::make_unique<HttpStore>(
+      access_.bucket_url + (root_.key.empty() ? "" : "/" + percent_encode(root_.key, true)), access_.http, name_);
 }
 
 std::string BucketStore::full_key(const std::string& key) const {
@@ -229,7 +233,8 @@ std::string BucketStore::full_key(const std::string& key) const {
 std::unique_ptr<ByteSource> BucketStore::open(const std::string& key) const { return objects_->open(key); }
 bool BucketStore::exists(const std::string& key) const { return objects_->exists(key); }
 std::optional<std::vector<std::byte>> BucketStore::get(const std::string& key) const { return objects_->get(key); }
-std::optional<RangeRead> BucketStore::get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const {
+std::optional<RangeRead> BucketStore::get_range(const std::string& key, std::uint64_t offset,
+                                                std::uint64_t length) const {
   return objects_->get_range(key, offset, length);
 }
 std::optional<RangeRead> BucketStore::get_suffix(const std::string& key, std::uint64_t length) const {
@@ -244,7 +249,8 @@ BucketStore::Listing BucketStore::list_objects(const std::string& full_prefix, b
   std::set<std::string> tokens_seen;
   for (int page = 0;; ++page) {
     if (page == kMaxListPages)
-      throw IoError(name_ + ": listing '" + full_prefix + "' has more than " + std::to_string(kMaxListPages) + " pages", name_);
+      throw IoError(name_ + ": listing '" + full_prefix + "' has more than " + std::to_string(kMaxListPages) + " pages",
+                    name_);
     // Query parameters in the order SigV4 canonicalises them (sorted by name), values encoded.
     std::string query = "?";
     if (!token.empty()) query += "continuation-token=" + percent_encode(token, false) + "&";
@@ -298,14 +304,8 @@ DirListing BucketStore::list_dir(const std::string& prefix) const {
   return out;
 }
 
-void BucketStore::put(const std::string& key, std::span<const std::byte>) {
-  refuse_remote_write(name_ + "/" + key);
-}
-void BucketStore::erase(const std::string& key) {
-  refuse_remote_write(name_ + "/" + key);
-}
-void BucketStore::erase_prefix(const std::string& prefix) {
-  refuse_remote_write(name_ + "/" + prefix);
-}
+void BucketStore::put(const std::string& key, std::span<const std::byte>) { refuse_remote_write(name_ + "/" + key); }
+void BucketStore::erase(const std::string& key) { refuse_remote_write(name_ + "/" + key); }
+void BucketStore::erase_prefix(const std::string& prefix) { refuse_remote_write(name_ + "/" + prefix); }
 
 }  // namespace tessera::io

@@ -38,7 +38,8 @@ void XMLCALL on_start(void* user, const XML_Char* name, const XML_Char**) {
   auto& p = *static_cast<ListParse*>(user);
   if (p.path.size() >= kMaxDepth) return stop(p, "elements nest deeper than " + std::to_string(kMaxDepth));
   std::string n = local_name(name);
-  if (p.path.empty() && n != "ListBucketResult") return stop(p, "the root element is <" + n + ">, not <ListBucketResult>");
+  if (p.path.empty() && n != "ListBucketResult")
+    return stop(p, "the root element is <" + n + ">, not <ListBucketResult>");
   p.path.push_back(std::move(n));
   p.text.clear();
 }

@@ -75,8 +75,7 @@ std::string file_kind(mode_t mode) {
   return "not a regular file";
 }
 
-AtomicFileSink::AtomicFileSink(std::string destination, StaleTemporaries stale)
-    : destination_(std::move(destination)) {
+AtomicFileSink::AtomicFileSink(std::string destination, StaleTemporaries stale) : destination_(std::move(destination)) {
   // Where the bytes go depends on what the name is now (docs/reliability.md, output files).
   std::string target = destination_;
   struct stat st;
@@ -132,8 +131,8 @@ void AtomicFileSink::write_at(std::uint64_t offset, std::span<const std::byte> b
   if (committed_) throw UsageError("write after commit", destination_);
   if (checked_add(offset, bytes.size()) > position_) throw UsageError("write_at past the written end", destination_);
   if (streaming_)
-    throw UnsupportedError(destination_ + ": this output is written in place and cannot be streamed to a device or FIFO",
-                           destination_);
+    throw UnsupportedError(
+        destination_ + ": this output is written in place and cannot be streamed to a device or FIFO", destination_);
   write_all(fd_, bytes.data(), bytes.size(), offset, destination_);
 }
 

@@ -16,7 +16,6 @@
 namespace tessera::io {
 namespace {
 
-
 void check_range(const ByteSource& src, std::uint64_t offset, std::uint64_t len) {
   const auto end = add_u64(offset, len);
   if (!end || *end > src.size()) {

@@ -54,7 +54,8 @@ std::string lower(std::string_view s) {
 
 std::string trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
   return std::string(s);
 }
 
@@ -138,8 +139,8 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
 // listed, every other one is final.
 bool transient_curl_error(CURLcode code) {
   constexpr CURLcode kTransient[] = {
-      CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR,
-      CURLE_RECV_ERROR,           CURLE_GOT_NOTHING,     CURLE_PARTIAL_FILE,       CURLE_HTTP2,
+      CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT,   CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR,
+      CURLE_RECV_ERROR,           CURLE_GOT_NOTHING,       CURLE_PARTIAL_FILE,       CURLE_HTTP2,
       CURLE_HTTP2_STREAM,         CURLE_SSL_CONNECT_ERROR,
   };
   return std::find(std::begin(kTransient), std::end(kTransient), code) != std::end(kTransient);
@@ -255,7 +256,8 @@ Response perform(const std::string& url, const Request& request, const HttpOptio
       continue;
     }
     if (response.status >= 200 && response.status < 300 && short_body(response)) {
-      last_problem = "short body (" + std::to_string(response.body.size()) + " bytes, " + status_text(response.status) + ")";
+      last_problem =
+          "short body (" + std::to_string(response.body.size()) + " bytes, " + status_text(response.status) + ")";
       continue;
     }
     response.attempt = attempt;
@@ -277,7 +279,9 @@ Response perform(const std::string& url, const Request& request, const HttpOptio
 }
 
 std::string changed_text(const std::string& shown) {
-  return shown + ": object changed while reading (its ETag, Last-Modified or size differs from the first request; open it again to read the new version)";
+  return shown +
+         ": object changed while reading (its ETag, Last-Modified or size differs from the first request; open it "
+         "again to read the new version)";
 }
 
 // A strong ETag can be sent in If-Match; a weak one (W/"…") never matches there.
@@ -322,11 +326,13 @@ class HttpSource final : public ByteSource {
                         " is past the end (" + std::to_string(info_.size) + " bytes)",
                     name_);
     if (dst.empty()) return;
-    Request request{.range = std::to_string(offset) + "-" + std::to_string(*end - 1), .max_body = dst.size(), .shown = name_};
+    Request request{
+        .range = std::to_string(offset) + "-" + std::to_string(*end - 1), .max_body = dst.size(), .shown = name_};
     if (strong_etag(info_.etag)) request.if_match = info_.etag;
     else if (!info_.last_modified.empty()) request.if_unmodified_since = info_.last_modified;
-    const Response r =
-        perform(url_, request, options_, [&](const Response& resp) { return resp.status == 206 && resp.body.size() < dst.size(); });
+    const Response r = perform(url_, request, options_, [&](const Response& resp) {
+      return resp.status == 206 && resp.body.size() < dst.size();
+    });
     if (r.status == 412) throw IoError(changed_text(name_), name_);
     if (r.status == 200)
       throw IoError(name_ + ": the server ignored the Range request (HTTP 200); ranged reads are required", name_);
@@ -337,7 +343,9 @@ class HttpSource final : public ByteSource {
         (info_.etag.empty() && !r.last_modified.empty() && r.last_modified != info_.last_modified))
       throw IoError(changed_text(name_), name_);
     if (r.body.size() != dst.size())
-      throw IoError(name_ + ": short body (" + std::to_string(r.body.size()) + " of " + std::to_string(dst.size()) + " bytes)", name_);
+      throw IoError(
+          name_ + ": short body (" + std::to_string(r.body.size()) + " of " + std::to_string(dst.size()) + " bytes)",
+          name_);
     std::copy(r.body.begin(), r.body.end(), dst.begin());
   }
 
@@ -403,7 +411,8 @@ std::string percent_encode(std::string_view s, bool keep_slash) {
   return out;
 }
 
-std::optional<std::vector<std::byte>> http_get(const std::string& url, const HttpOptions& options, const std::string& shown) {
+std::optional<std::vector<std::byte>> http_get(const std::string& url, const HttpOptions& options,
+                                               const std::string& shown) {
   const std::string name = shown.empty() ? display_url(url) : shown;
   const Response r = perform(url, Request{.shown = name}, options, [](const Response& resp) {
     return resp.content_length && resp.body.size() < *resp.content_length;
@@ -413,7 +422,8 @@ std::optional<std::vector<std::byte>> http_get(const std::string& url, const Htt
   return r.body;
 }
 
-std::unique_ptr<ByteSource> open_http_source(const std::string& url, const HttpOptions& options, const std::string& shown) {
+std::unique_ptr<ByteSource> open_http_source(const std::string& url, const HttpOptions& options,
+                                             const std::string& shown) {
   const std::string name = shown.empty() ? display_url(url) : shown;
   return std::make_unique<HttpSource>(url, name, std::move(*head_object(url, name, options, true)), options);
 }
@@ -485,7 +495,8 @@ std::optional<RangeRead> ranged_answer(const std::string& shown, const Response&
 
 }  // namespace
 
-std::optional<RangeRead> HttpStore::get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const {
+std::optional<RangeRead> HttpStore::get_range(const std::string& key, std::uint64_t offset,
+                                              std::uint64_t length) const {
   const std::string url = url_of(key);
   if (length == 0) {
     const auto n = size(key);
@@ -493,12 +504,14 @@ std::optional<RangeRead> HttpStore::get_range(const std::string& key, std::uint6
     return RangeRead{{}, *n};
   }
   const std::uint64_t last = add_u64(offset, length - 1).value_or(UINT64_MAX - 1);
-  Request request{.range = std::to_string(offset) + "-" + std::to_string(last), .max_body = length, .shown = shown_of(key)};
+  Request request{
+      .range = std::to_string(offset) + "-" + std::to_string(last), .max_body = length, .shown = shown_of(key)};
   const Response r = perform(url, request, options_, [&](const Response& resp) {
     return resp.status == 206 && resp.content_length && resp.body.size() < *resp.content_length;
   });
   if (r.status == 200 && offset != 0)
-    throw IoError(shown_of(key) + ": the server ignored the Range request (HTTP 200); ranged reads are required", shown_of(key));
+    throw IoError(shown_of(key) + ": the server ignored the Range request (HTTP 200); ranged reads are required",
+                  shown_of(key));
   auto out = ranged_answer(shown_of(key), r, options_);
   if (out && r.status == 200 && out->bytes.size() > length) out->bytes.resize(length);
   return out;
@@ -522,16 +535,10 @@ DirListing HttpStore::list_dir(const std::string& prefix) const {
   throw UnsupportedError(name_ + ": listing objects is not supported over plain HTTP (prefix '" + prefix + "')", name_);
 }
 
-void HttpStore::put(const std::string& key, std::span<const std::byte>) {
-  refuse_remote_write(name_ + "/" + key);
-}
+void HttpStore::put(const std::string& key, std::span<const std::byte>) { refuse_remote_write(name_ + "/" + key); }
 
-void HttpStore::erase(const std::string& key) {
-  refuse_remote_write(name_ + "/" + key);
-}
+void HttpStore::erase(const std::string& key) { refuse_remote_write(name_ + "/" + key); }
 
-void HttpStore::erase_prefix(const std::string& prefix) {
-  refuse_remote_write(name_ + "/" + prefix);
-}
+void HttpStore::erase_prefix(const std::string& prefix) { refuse_remote_write(name_ + "/" + prefix); }
 
 }  // namespace tessera::io

@@ -91,7 +91,8 @@ std::size_t PrefetchingSource::prefetch(std::span<const ByteRange> ranges) const
     std::shared_lock lock(mutex_);
     std::uint64_t total = held_;
     std::size_t keep = 0;
-    while (keep < requests.size() && total + requests[keep].length <= options_.max_bytes) total += requests[keep++].length;
+    while (keep < requests.size() && total + requests[keep].length <= options_.max_bytes)
+      total += requests[keep++].length;
     requests.resize(keep);
   }
   if (requests.empty()) return 0;

@@ -29,7 +29,8 @@ class UnsyncedDirectoryStore final : public Store {
   void erase(const std::string& key) override { dir_.erase(key); }
   const std::string& name() const override { return dir_.name(); }
   std::optional<std::vector<std::byte>> get(const std::string& key) const override { return dir_.get(key); }
-  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const override {
+  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
+                                     std::uint64_t length) const override {
     return dir_.get_range(key, offset, length);
   }
   std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override {

@@ -68,7 +68,8 @@ bool is_valid_key(std::string_view key) noexcept {
   std::size_t start = 0;
   while (true) {
     const std::size_t slash = key.find('/', start);
-    const std::string_view part = key.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const std::string_view part =
+        key.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (part.empty() || part == "." || part == "..") return false;
     for (const char c : part)
       if (c == '\\' || c == '\0') return false;
@@ -320,8 +321,9 @@ std::vector<std::string> MemoryStore::list(const std::string& prefix) const {
   std::lock_guard lock(mutex_);
   std::vector<std::string> keys;
   for (const auto& [key, _] : objects_) {
-    const bool below = prefix.empty() || key == prefix ||
-                       (key.size() > prefix.size() && key.compare(0, prefix.size(), prefix) == 0 && key[prefix.size()] == '/');
+    const bool below =
+        prefix.empty() || key == prefix ||
+        (key.size() > prefix.size() && key.compare(0, prefix.size(), prefix) == 0 && key[prefix.size()] == '/');
     if (below) keys.push_back(key);
   }
   return keys;  // std::map iterates in sorted order
@@ -458,7 +460,8 @@ std::vector<CountingStore::Get> CountingStore::log() const {
 
 std::uint64_t CountingStore::gets_of(const std::string& key) const {
   std::lock_guard lock(mutex_);
-  return static_cast<std::uint64_t>(std::count_if(log_.begin(), log_.end(), [&](const Get& g) { return g.key == key; }));
+  return static_cast<std::uint64_t>(
+      std::count_if(log_.begin(), log_.end(), [&](const Get& g) { return g.key == key; }));
 }
 
 void CountingStore::reset() {

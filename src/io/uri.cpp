@@ -27,7 +27,8 @@ std::string uri_scheme(std::string_view uri) {
 }
 
 std::string unsupported_scheme_text(std::string_view scheme) {
-  return "unsupported URI scheme " + std::string(scheme) + ":// (supported: local paths, file://, http://, https://, s3://, gs://)";
+  return "unsupported URI scheme " + std::string(scheme) +
+         ":// (supported: local paths, file://, http://, https://, s3://, gs://)";
 }
 
 UriKind uri_kind(std::string_view uri) {
@@ -70,8 +71,7 @@ std::unique_ptr<Store> open_store(const std::string& uri, const OpenOptions& opt
 
 std::string local_output_path(std::string_view uri) {
   const std::string scheme = uri_scheme(uri);
-  if (!scheme.empty() && scheme != "file")
-    refuse_remote_write(display_url(uri));
+  if (!scheme.empty() && scheme != "file") refuse_remote_write(display_url(uri));
   return local_path(uri);
 }
 

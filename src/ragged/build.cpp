@@ -86,7 +86,8 @@ struct RecordLayout {
 // Per-shard spill files in a hidden working directory of the output store (listings skip it).
 class Spill {
  public:
-  Spill(const fs::path& out, std::size_t record) : dir_(out / (".tessera-build-" + std::to_string(::getpid()))), record_(record) {
+  Spill(const fs::path& out, std::size_t record)
+      : dir_(out / (".tessera-build-" + std::to_string(::getpid()))), record_(record) {
     // Working directories of builds that were killed (their process is gone).
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(out, ec)) {
@@ -218,8 +219,9 @@ std::string describe(Fault f, const detail::RowBlock& b, std::size_t i) {
 }
 
 // The cells of one read chunk from the shard's rows, sorted by cell (`order`, `offsets`).
-ChunkData aggregate_chunk(const LeafSpec& spec, std::uint64_t chunk, const std::vector<std::byte>& records, const RecordLayout& layout,
-                          const std::vector<std::uint32_t>& order, const std::vector<std::uint32_t>& offsets) {
+ChunkData aggregate_chunk(const LeafSpec& spec, std::uint64_t chunk, const std::vector<std::byte>& records,
+                          const RecordLayout& layout, const std::vector<std::uint32_t>& order,
+                          const std::vector<std::uint32_t>& offsets) {
   ChunkData d = make_chunk(spec, chunk);
   const FieldSpec& field = spec.fields.front();
   const std::vector<Stat> stats = spec.stats.stats();
@@ -246,8 +248,9 @@ ChunkData aggregate_chunk(const LeafSpec& spec, std::uint64_t chunk, const std::
       if (need_times) times.push_back(load_le<std::uint64_t>(r + layout.time_at()));
     }
     d.count[i] = static_cast<std::int32_t>(end - begin);
-    d.digests[0][i] = tdigest::build(values, field.delta, weights, locations, field.timed ? std::span<const std::uint64_t>(times)
-                                                                                         : std::span<const std::uint64_t>());
+    d.digests[0][i] =
+        tdigest::build(values, field.delta, weights, locations,
+                       field.timed ? std::span<const std::uint64_t>(times) : std::span<const std::uint64_t>());
     if (!stats.empty()) {
       ragged::detail::cell_stats(values, sigmas, stats, stat_values, scratch);
       for (std::size_t s = 0; s < stats.size(); ++s) d.stats[s][i] = stat_values[s];
@@ -266,15 +269,17 @@ void check_options(const BuildOptions& o) {
   if (o.value_col.empty()) throw UsageError("ragged build: --value-col is required");
   if (o.leaf.fields.size() != 1) throw UsageError("ragged build: exactly one field is built from the value column");
   const FieldSpec& f = o.leaf.fields.front();
-  if (f.flux != o.weight_col.has_value()) throw UsageError("ragged build: a flux field is built exactly when --weight-col is given");
+  if (f.flux != o.weight_col.has_value())
+    throw UsageError("ragged build: a flux field is built exactly when --weight-col is given");
   if (f.timed && !o.time_col) throw UsageError("ragged build: --timed needs --time-col");
   if (o.leaf.per_cell_time && !o.time_col) throw UsageError("ragged build: --per-cell-time needs --time-col");
   if (o.sigma_col && !o.leaf.stats.sigma) throw UsageError("ragged build: --sigma-col needs --stats");
   for (const double drop : o.drop_values)
-    if (!std::isfinite(drop)) throw UsageError("ragged build: --drop-value must be finite (non-finite values are always dropped)");
+    if (!std::isfinite(drop))
+      throw UsageError("ragged build: --drop-value must be finite (non-finite values are always dropped)");
   if (o.valid_min && o.valid_max && !(*o.valid_min <= *o.valid_max))
-    throw UsageError("ragged build: --valid-range: the minimum " + number_text(*o.valid_min) + " is above the maximum " +
-                     number_text(*o.valid_max));
+    throw UsageError("ragged build: --valid-range: the minimum " + number_text(*o.valid_min) +
+                     " is above the maximum " + number_text(*o.valid_max));
   o.leaf.validate();
 }
 
@@ -291,7 +296,7 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
   // One build per store at a time: a second one (another process, with or without --overwrite)
   // is refused at once, naming the first one's pid, instead of both racing over the same leaves.
   const io::FileLock lock((fs::path(out) / kBuildLockName).string(), "one ragged build per store at a time",
-                           io::FileLock::Wait::FailIfHeld);
+                          io::FileLock::Wait::FailIfHeld);
   io::DirectoryStore store(out);
   const LeafGeometry& g = o.leaf.geometry;
   if (g.flat) {
@@ -300,7 +305,8 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
     if (!o.overwrite && store.exists("zarr.json"))
       throw UsageError(out + ": a store already exists here (use --overwrite to add to it or replace its chunks)");
   }
-  const hive::ManifestSpec manifest{o.dataset_name, o.dataset_version, o.leaf.semantic_hash, g.cell_order, g.shard_order};
+  const hive::ManifestSpec manifest{o.dataset_name, o.dataset_version, o.leaf.semantic_hash, g.cell_order,
+                                    g.shard_order};
   // Refused at once when the store's frozen parameters differ; written only before the first
   // leaf commits (below), so a build that fails before then (a wrong column, a bad row under
   // --strict) leaves no manifest a corrected retry would be checked against.
@@ -309,7 +315,8 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
 
   const int threads = o.threads ? static_cast<int>(o.threads) : tbb::task_arena::automatic;
   tbb::task_arena arena(threads);
-  const detail::Columns columns{o.lat_col, o.lon_col, o.value_col, o.time_col, o.weight_col, o.sigma_col, o.time_format};
+  const detail::Columns columns{o.lat_col,    o.lon_col,   o.value_col,  o.time_col,
+                                o.weight_col, o.sigma_col, o.time_format};
   RecordLayout layout{o.weight_col.has_value(), o.sigma_col.has_value(), o.time_col.has_value()};
   Spill spill(out, layout.size());
 
@@ -343,7 +350,8 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
             }
             if (f == Fault::Ok && !std::isfinite(b.value[i])) f = Fault::NonFiniteValue;
             if (f == Fault::Ok) f = value_fault(o, b.value[i]);
-            if (f == Fault::Ok && layout.weight && !(std::isfinite(b.weight[i]) && b.weight[i] > 0)) f = Fault::BadWeight;
+            if (f == Fault::Ok && layout.weight && !(std::isfinite(b.weight[i]) && b.weight[i] > 0))
+              f = Fault::BadWeight;
             if (f == Fault::Ok && layout.sigma && !(std::isfinite(b.sigma[i]) && b.sigma[i] > 0)) f = Fault::BadSigma;
             if (f == Fault::Ok && layout.time && b.time[i] == 0) f = Fault::BadTime;
             faults[i] = f;
@@ -355,7 +363,8 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
         ++report.rows_read;
         if (faults[i] != Fault::Ok) {
           if (o.strict)
-            throw FormatError(o.inputs[file] + ": row " + std::to_string(b.first_row + i) + ": " + describe(faults[i], b, i) +
+            throw FormatError(o.inputs[file] + ": row " + std::to_string(b.first_row + i) + ": " +
+                                  describe(faults[i], b, i) +
                                   " (--strict stops at the first bad row; no leaf was written)",
                               o.inputs[file], "input row");
           ++report.rejected[reason_of(faults[i])];
@@ -369,7 +378,8 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
         if (layout.time) store_le<std::uint64_t>(record.data() + layout.time_at(), b.time[i]);
         spill.add(ids[i] >> shard_shift, record.data());
       }
-      if (progress) progress({BuildProgress::Phase::Reading, report.rows_read, total_rows == UINT64_MAX ? 0 : total_rows});
+      if (progress)
+        progress({BuildProgress::Phase::Reading, report.rows_read, total_rows == UINT64_MAX ? 0 : total_rows});
     };
     constexpr std::size_t kBlockRows = std::size_t{1} << 18;
     detail::read_ahead(
@@ -402,7 +412,8 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
     std::vector<std::uint32_t> offsets(cells + 1, 0), order(n);
     std::vector<std::uint32_t> cell_of(n);
     for (std::size_t i = 0; i < n; ++i) {
-      cell_of[i] = static_cast<std::uint32_t>((load_le<std::uint64_t>(records.data() + i * layout.size()) >> cell_shift) - base);
+      cell_of[i] =
+          static_cast<std::uint32_t>((load_le<std::uint64_t>(records.data() + i * layout.size()) >> cell_shift) - base);
       ++offsets[cell_of[i] + 1];
     }
     for (std::uint64_t c = 0; c < cells; ++c) offsets[c + 1] += offsets[c];
@@ -414,15 +425,16 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
     LeafWriter writer(store, o.leaf, morton::from_nested(shards[s], g.shard_order), o.overwrite);
     std::mutex add_mutex;
     arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, chunks, 1), [&](const tbb::blocked_range<std::uint64_t>& r) {
-        for (std::uint64_t k = r.begin(); k < r.end(); ++k) {
-          const std::uint64_t c = g.chunk_cells();
-          if (offsets[k * c] == offsets[(k + 1) * c]) continue;  // no observation in this chunk
-          EncodedChunk encoded = writer.encode(aggregate_chunk(o.leaf, k, records, layout, order, offsets));
-          const std::lock_guard lock(add_mutex);
-          writer.add(std::move(encoded));
-        }
-      });
+      tbb::parallel_for(
+          tbb::blocked_range<std::uint64_t>(0, chunks, 1), [&](const tbb::blocked_range<std::uint64_t>& r) {
+            for (std::uint64_t k = r.begin(); k < r.end(); ++k) {
+              const std::uint64_t c = g.chunk_cells();
+              if (offsets[k * c] == offsets[(k + 1) * c]) continue;  // no observation in this chunk
+              EncodedChunk encoded = writer.encode(aggregate_chunk(o.leaf, k, records, layout, order, offsets));
+              const std::lock_guard lock(add_mutex);
+              writer.add(std::move(encoded));
+            }
+          });
     });
     if (!manifest_written) {
       hive::write_or_check_manifest(store, manifest);
@@ -434,7 +446,8 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
     if (leaf.written) {
       written.push_back(leaf.shard);
       report.cells_with_data += leaf.cells_with_data;
-      report.leaves.push_back({leaf.shard, leaf.leaf_key, leaf.cells_with_data, leaf.observations, leaf.hashes.combined});
+      report.leaves.push_back(
+          {leaf.shard, leaf.leaf_key, leaf.cells_with_data, leaf.observations, leaf.hashes.combined});
       if (o.leaf.any_timed() && leaf.time_join) shard_times[leaf.shard] = leaf.time_join;
     }
     if (progress) progress({BuildProgress::Phase::Writing, s + 1, shards.size()});

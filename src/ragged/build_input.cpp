@@ -61,9 +61,12 @@ std::optional<std::int64_t> parse_iso_utc(std::string_view s) noexcept {
     }
     return v;
   };
-  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') || s[13] != ':' || s[16] != ':') return std::nullopt;
+  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
+    return std::nullopt;
   const auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), se = num(17, 2);
-  if (!y || !mo || !d || !h || !mi || !se || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 || *se > 60) return std::nullopt;
+  if (!y || !mo || !d || !h || !mi || !se || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 ||
+      *se > 60)
+    return std::nullopt;
   std::size_t pos = 19;
   std::int64_t frac = 0;
   if (pos < s.size() && s[pos] == '.') {
@@ -83,7 +86,8 @@ std::optional<std::int64_t> parse_iso_utc(std::string_view s) noexcept {
   if (!(zone.empty() || zone == "Z" || zone == "+00:00")) return std::nullopt;
   const std::int64_t days = days_from_civil(*y, *mo, *d);
   const std::int64_t secs = days * 86400 + *h * 3600 + *mi * 60 + *se;
-  if (secs > std::numeric_limits<std::int64_t>::max() / 1000000000 - 1 || secs < std::numeric_limits<std::int64_t>::min() / 1000000000 + 1)
+  if (secs > std::numeric_limits<std::int64_t>::max() / 1000000000 - 1 ||
+      secs < std::numeric_limits<std::int64_t>::min() / 1000000000 + 1)
     return std::nullopt;
   return secs * 1000000000 + frac;
 }
@@ -160,8 +164,9 @@ NpyColumn open_column(const std::string& dir, const std::string& name) {
   if (col.header.shape.size() != 1 || col.header.fortran_order)
     throw FormatError(path.string() + ": a column must be a 1-D array", path.string(), "npy header");
   if (col.header.dtype == DType::Bool || col.header.dtype == DType::F16)
-    throw UnsupportedError(path.string() + ": column dtype " + std::string(dtype_info(col.header.dtype).name) + " is not numeric input",
-                           path.string(), "npy header");
+    throw UnsupportedError(
+        path.string() + ": column dtype " + std::string(dtype_info(col.header.dtype).name) + " is not numeric input",
+        path.string(), "npy header");
   col.rows = col.header.shape[0];
   return col;
 }
@@ -192,8 +197,8 @@ void read_npy_dir(const std::string& dir, std::size_t file_index, const Columns&
   if (c.weight) weight = open_column(dir, *c.weight);
   if (c.sigma) sigma = open_column(dir, *c.sigma);
   const std::uint64_t rows = lat.rows;
-  for (const NpyColumn* col : std::initializer_list<const NpyColumn*>{&lon, &value, time ? &*time : nullptr, weight ? &*weight : nullptr,
-                                                                     sigma ? &*sigma : nullptr})
+  for (const NpyColumn* col : std::initializer_list<const NpyColumn*>{
+           &lon, &value, time ? &*time : nullptr, weight ? &*weight : nullptr, sigma ? &*sigma : nullptr})
     if (col && col->rows != rows) throw FormatError(dir + ": columns of different lengths", dir, "npy columns");
   RowBlock block;
   block.file = file_index;
@@ -320,9 +325,11 @@ void read_input(const std::string& path, std::size_t file_index, const Columns& 
   std::error_code ec;
   if (fs::is_directory(path, ec)) read_npy_dir(path, file_index, columns, block_rows, sink);
   else if (!fs::is_regular_file(path, ec)) throw IoError(path + ": no such input file or directory", path);
-  else if (const std::string head = head_of(path); head.starts_with("PAR1")) read_parquet(path, file_index, columns, block_rows, sink);
+  else if (const std::string head = head_of(path); head.starts_with("PAR1"))
+    read_parquet(path, file_index, columns, block_rows, sink);
   else if (head == std::string_view("\x89HDF\r\n\x1a\n", 8))
-    throw UsageError(path + ": an HDF5 file (an ICESat-2 granule?): give --config FILE.yaml, a zagg config naming its datasets");
+    throw UsageError(
+        path + ": an HDF5 file (an ICESat-2 granule?): give --config FILE.yaml, a zagg config naming its datasets");
   else read_csv(path, file_index, columns, block_rows, sink);
 }
 

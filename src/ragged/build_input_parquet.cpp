@@ -53,7 +53,9 @@ std::uint64_t time_at(const Column& c, std::uint64_t row, TimeFormat format) {
     case ColumnType::UInt32: return time_of_ns(c.value<std::uint32_t>(row), format);
     case ColumnType::UInt64: {
       const std::uint64_t ns = c.value<std::uint64_t>(row);
-      return ns > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? 0 : time_of_ns(static_cast<std::int64_t>(ns), format);
+      return ns > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                 ? 0
+                 : time_of_ns(static_cast<std::int64_t>(ns), format);
     }
     case ColumnType::Float:
     case ColumnType::Double:
@@ -101,8 +103,8 @@ void read_parquet(const std::string& path, std::size_t file_index, const Columns
     const std::uint64_t rows = file.row_groups()[group].num_rows;
     const auto check_length = [&](const Column& col, std::size_t index) {
       if (index != kNone && col.length != rows)
-        throw FormatError(path + ": row group " + std::to_string(group) + ": column '" + file.columns()[index].name + "' holds " +
-                              std::to_string(col.length) + " values for " + std::to_string(rows) + " rows",
+        throw FormatError(path + ": row group " + std::to_string(group) + ": column '" + file.columns()[index].name +
+                              "' holds " + std::to_string(col.length) + " values for " + std::to_string(rows) + " rows",
                           path, "parquet row group");
     };
     check_length(lat_col, lat);

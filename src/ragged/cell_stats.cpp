@@ -20,8 +20,8 @@ double linear_quantile(std::span<const double> sorted, double q) noexcept {
   return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
 }
 
-void cell_stats(std::span<const double> x, std::span<const double> sigma, std::span<const Stat> stats, std::span<float> out,
-                std::vector<double>& scratch) {
+void cell_stats(std::span<const double> x, std::span<const double> sigma, std::span<const Stat> stats,
+                std::span<float> out, std::vector<double>& scratch) {
   const std::size_t n = x.size();
   const double count = static_cast<double>(n);
   const double mean = tdigest::pairwise_sum(x) / count;

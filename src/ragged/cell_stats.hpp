@@ -15,8 +15,8 @@ namespace tessera::ragged::detail {
 // `x`: the cell's values (n ≥ 1, finite); `sigma`: empty, or one positive finite σ per value
 // (inverse-variance weighted mean and Sigma). `scratch` is reused between cells. Writes one value
 // per entry of `stats` into `out`.
-void cell_stats(std::span<const double> x, std::span<const double> sigma, std::span<const Stat> stats, std::span<float> out,
-                std::vector<double>& scratch);
+void cell_stats(std::span<const double> x, std::span<const double> sigma, std::span<const Stat> stats,
+                std::span<float> out, std::vector<double>& scratch);
 
 // numpy's linear quantile of sorted values (n ≥ 1).
 double linear_quantile(std::span<const double> sorted, double q) noexcept;

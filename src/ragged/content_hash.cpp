@@ -37,7 +37,8 @@ std::string hash_array(const zarr::Array& array) {
   codec::Sha256 sha;
   if (array.rank() != 1) {
     // Multi-dimensional arrays (rasters): C order over the whole array.
-    if (array.data_type().vlen) throw UnsupportedError(array.path() + ": content hash of a multi-dimensional vlen array");
+    if (array.data_type().vlen)
+      throw UnsupportedError(array.path() + ": content hash of a multi-dimensional vlen array");
     sha.update(array.read_all());
     return sha.finish_hex();
   }
@@ -95,7 +96,8 @@ ContentHashes hash_tree(const io::Store& store, std::string_view root) {
   for (const zarr::Node& node : zarr::walk_nodes(store, prefix))
     if (node.is_array && node.path != prefix) paths.push_back(node.path);
   std::vector<std::string> digests(paths.size());
-  tbb::parallel_for(std::size_t{0}, paths.size(), [&](std::size_t i) { digests[i] = hash_array(zarr::Array::open(store, paths[i])); });
+  tbb::parallel_for(std::size_t{0}, paths.size(),
+                    [&](std::size_t i) { digests[i] = hash_array(zarr::Array::open(store, paths[i])); });
   for (std::size_t i = 0; i < paths.size(); ++i)
     out.arrays[prefix.empty() ? paths[i] : paths[i].substr(prefix.size() + 1)] = digests[i];
   out.combined = combined_hash(out.arrays);

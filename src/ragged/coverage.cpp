@@ -28,7 +28,8 @@ constexpr std::uint64_t kMaxRootShards = std::uint64_t{1} << 24;
 std::vector<std::byte> encode_bitmap(std::span<const std::uint64_t> ranks, int depth) {
   std::vector<std::byte> raw(bitmap_bytes(depth));
   for (const std::uint64_t r : ranks) {
-    if (r >= morton::pow4(depth)) throw UsageError("coverage bitmap: rank " + std::to_string(r) + " outside the subtree");
+    if (r >= morton::pow4(depth))
+      throw UsageError("coverage bitmap: rank " + std::to_string(r) + " outside the subtree");
     raw[r / 8] |= static_cast<std::byte>(0x80u >> (r % 8));
   }
   return raw;
@@ -38,8 +39,8 @@ std::vector<std::uint64_t> decode_bitmap(std::span<const std::byte> raw, int dep
   const std::uint64_t expected = bitmap_bytes(depth);
   if (raw.size() != expected)
     fail_at<FormatError>(key, "coverage bitmap",
-                         "decoded " + std::to_string(raw.size()) + " bytes, expected exactly " + std::to_string(expected) +
-                             " (ceil(4^" + std::to_string(depth) + " / 8))");
+                         "decoded " + std::to_string(raw.size()) + " bytes, expected exactly " +
+                             std::to_string(expected) + " (ceil(4^" + std::to_string(depth) + " / 8))");
   std::vector<std::uint64_t> ranks;
   const std::uint64_t cells = morton::pow4(depth);
   for (std::uint64_t i = 0; i < cells; ++i)
@@ -116,7 +117,8 @@ std::optional<RootMoc> parse_root_moc(std::string_view text, std::string_view ke
   moc.shards.erase(std::unique(moc.shards.begin(), moc.shards.end()), moc.shards.end());
 
   // Tier 1 of the temporal section; an unknown temporal spec reads as absent.
-  if (const auto t = doc.find("temporal"); t != doc.end() && t->is_object() && str(*t, "spec") == "zagg-coverage-toc/1") {
+  if (const auto t = doc.find("temporal");
+      t != doc.end() && t->is_object() && str(*t, "spec") == "zagg-coverage-toc/1") {
     const codec::json::Fields tf(*t, key, "root coverage.temporal");
     if (const auto fields = t->find("fields"); fields != t->end() && fields->is_array())
       for (const Json& name : *fields)
@@ -148,7 +150,8 @@ std::optional<RootMoc> parse_root_moc(std::string_view text, std::string_view ke
 std::optional<RootMoc> read_root_moc(const io::Store& store) {
   const auto bytes = store.get(std::string(kRootCoverageKey));
   if (!bytes) return std::nullopt;
-  return parse_root_moc(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()), kRootCoverageKey);
+  return parse_root_moc(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()),
+                        kRootCoverageKey);
 }
 
 }  // namespace tessera::ragged::hive

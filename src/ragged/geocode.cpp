@@ -48,7 +48,9 @@ Latitude parse_latitude(std::string_view name) {
   throw UsageError("latitude convention '" + std::string(name) + "': expected authalic or geodetic-spherical");
 }
 
-std::string_view dggs_token(Latitude c) noexcept { return c == Latitude::Authalic ? "authalic-wgs84" : "geodetic-spherical"; }
+std::string_view dggs_token(Latitude c) noexcept {
+  return c == Latitude::Authalic ? "authalic-wgs84" : "geodetic-spherical";
+}
 std::string_view name_of(Latitude c) noexcept { return c == Latitude::Authalic ? "authalic" : "geodetic-spherical"; }
 
 double authalic_forward_deg(double lat_deg) noexcept {

@@ -32,7 +32,6 @@ double cell_value(const TensorBlock& b, std::size_t cell, const HeatmapOptions& 
   return acc;
 }
 
-
 }  // namespace
 
 void parse_heatmap_value(std::string_view text, HeatmapOptions& options) {

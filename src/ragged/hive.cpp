@@ -21,8 +21,9 @@ Manifest Manifest::parse(std::string_view text, std::string_view key) {
   m.cell_order = static_cast<int>(f.integer_in("cell_order", 0, 29));
   m.shard_order = static_cast<int>(f.integer_in("shard_order", 0, 29));
   if (m.shard_order > m.cell_order)
-    fail_at<FormatError>(key, "manifest",
-                         "shard_order " + std::to_string(m.shard_order) + " exceeds cell_order " + std::to_string(m.cell_order));
+    fail_at<FormatError>(
+        key, "manifest",
+        "shard_order " + std::to_string(m.shard_order) + " exceeds cell_order " + std::to_string(m.cell_order));
   if (f.has("path_grouping")) {
     const std::int64_t g = f.integer_in("path_grouping", 1, morton::kMaxOrder);
     m.path_grouping = static_cast<int>(g);
@@ -41,7 +42,8 @@ std::optional<Manifest> Manifest::read(const io::Store& store) {
 std::string leaf_path(std::string_view shard_decimal, int path_grouping, std::string_view window) {
   // Validates the id (and normalizes nothing: the basename is the id as written).
   const std::uint64_t word = morton::parse_decimal(shard_decimal);
-  if (morton::is_point(word)) throw UsageError("leaf_path: '" + std::string(shard_decimal) + "' is a point id, not a shard");
+  if (morton::is_point(word))
+    throw UsageError("leaf_path: '" + std::string(shard_decimal) + "' is a point id, not a shard");
   if (path_grouping < 1) throw UsageError("leaf_path: path_grouping must be ≥ 1");
   const std::size_t base_len = shard_decimal.front() == '-' ? 2 : 1;
   std::string out(shard_decimal.substr(0, base_len));
@@ -63,7 +65,8 @@ std::string leaf_path(std::uint64_t shard_word, int path_grouping, std::string_v
 
 std::optional<std::uint64_t> shard_of_basename(std::string_view basename) {
   constexpr std::string_view kSuffix = ".zarr";
-  if (basename.size() <= kSuffix.size() || basename.substr(basename.size() - kSuffix.size()) != kSuffix) return std::nullopt;
+  if (basename.size() <= kSuffix.size() || basename.substr(basename.size() - kSuffix.size()) != kSuffix)
+    return std::nullopt;
   std::string_view id = basename.substr(0, basename.size() - kSuffix.size());
   if (const auto cut = id.find('_'); cut != std::string_view::npos) id = id.substr(0, cut);
   try {

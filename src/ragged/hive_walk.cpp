@@ -43,7 +43,8 @@ std::vector<WalkedLeaf> find_leaves(const io::Store& hive_root) {
           const auto attributes = root_attributes(hive_root, key);
           if (attributes.contains("role")) continue;
           if (attributes.contains("morton_hive_commit") && attributes.at("morton_hive_commit").is_object())
-            leaf.committed = parse_commit_stamp(attributes.at("morton_hive_commit"), io::join_key(key, "zarr.json")).complete;
+            leaf.committed =
+                parse_commit_stamp(attributes.at("morton_hive_commit"), io::join_key(key, "zarr.json")).complete;
         } catch (const Error&) {
           // A leaf whose root zarr.json or stamp does not parse is still a leaf (uncommitted):
           // verify reports what is wrong with it instead of the walk stopping there.

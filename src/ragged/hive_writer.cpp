@@ -27,7 +27,9 @@ void put_text(io::Store& store, const std::string& key, const std::string& text)
   store.put(key, codec::as_bytes(text));
 }
 
-std::string text_of(const std::vector<std::byte>& bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
+std::string text_of(const std::vector<std::byte>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
 
 }  // namespace
 
@@ -66,20 +68,23 @@ bool check_manifest(const io::Store& store, const ManifestSpec& spec) {
   const Manifest theirs = Manifest::parse(text_of(*existing));
   const Json& doc = theirs.document;
   // The structural keys first, so a geometry change is named as such rather than as a hash.
-  for (const char* key : {"spec", "cell_order", "shard_order", "split_schedule", "path_grouping", "temporal", "dataset", "semantic_hash"}) {
+  for (const char* key : {"spec", "cell_order", "shard_order", "split_schedule", "path_grouping", "temporal", "dataset",
+                          "semantic_hash"}) {
     const bool here = mine.contains(key), there = doc.contains(key);
     if (std::string_view(key) == "semantic_hash" && !(here && there)) continue;
     // path_grouping absent means 1.
     if (std::string_view(key) == "path_grouping" && theirs.path_grouping == 1) continue;
     if (here != there || (here && mine[key] != doc[key]))
-      throw UsageError(store.name() + ": morton_hive.json: the existing store's '" + key + "' (" + (there ? doc[key].dump() : "absent") +
-                       ") differs from this build's (" + (here ? mine[key].dump() : "absent") +
+      throw UsageError(store.name() + ": morton_hive.json: the existing store's '" + key + "' (" +
+                       (there ? doc[key].dump() : "absent") + ") differs from this build's (" +
+                       (here ? mine[key].dump() : "absent") +
                        "); leaves can only be added with the same frozen parameters");
   }
   return true;
 }
 
-std::vector<std::optional<std::string>> morton_box(std::uint64_t shard, int depth, std::span<const std::uint64_t> ranks) {
+std::vector<std::optional<std::string>> morton_box(std::uint64_t shard, int depth,
+                                                   std::span<const std::uint64_t> ranks) {
   std::vector<std::optional<std::string>> box(4);
   // (1) The canonical MOC: unique ranks, then four complete siblings merge into their parent,
   // level by level; each member is (rank at its level, depth below the shard).
@@ -214,7 +219,8 @@ Json merge_temporal(const Json& existing, const std::map<std::uint64_t, std::uin
   section["shards"] = std::move(shards);
   // The incoming side carries no digest (tessera writes tier 1 only); the existing digest
   // survives only when its section listed every shard of the merged map.
-  const bool covers = std::all_of(merged.begin(), merged.end(), [&](const auto& kv) { return existing_keys.count(kv.first) > 0; });
+  const bool covers =
+      std::all_of(merged.begin(), merged.end(), [&](const auto& kv) { return existing_keys.count(kv.first) > 0; });
   if (digest && covers) section["digest"] = *digest;
   return section;
 }
@@ -222,8 +228,8 @@ Json merge_temporal(const Json& existing, const std::map<std::uint64_t, std::uin
 }  // namespace
 
 void update_root_moc(io::Store& store, int shard_order, std::span<const std::uint64_t> shards,
-                     const std::map<std::uint64_t, std::uint64_t>& shard_times, const std::vector<std::string>& temporal_fields,
-                     const std::string& generated_at) {
+                     const std::map<std::uint64_t, std::uint64_t>& shard_times,
+                     const std::vector<std::string>& temporal_fields, const std::string& generated_at) {
   const std::string key(kRootCoverageKey);
   std::vector<std::uint64_t> all(shards.begin(), shards.end());
   std::optional<Json> existing_doc;
@@ -248,10 +254,13 @@ void update_root_moc(io::Store& store, int shard_order, std::span<const std::uin
   doc["generated_at"] = generated_at;
   doc["ranges"] = ranges_of(all);
   if (existing_doc && existing_doc->contains("time_range")) doc["time_range"] = (*existing_doc)["time_range"];
-  const Json* old_temporal = existing_doc && existing_doc->contains("temporal") ? &(*existing_doc)["temporal"] : nullptr;
-  const bool old_known = old_temporal && old_temporal->is_object() && old_temporal->value("spec", "") == "zagg-coverage-toc/1";
+  const Json* old_temporal =
+      existing_doc && existing_doc->contains("temporal") ? &(*existing_doc)["temporal"] : nullptr;
+  const bool old_known =
+      old_temporal && old_temporal->is_object() && old_temporal->value("spec", "") == "zagg-coverage-toc/1";
   if (old_temporal && (!old_known || temporal_fields.empty())) doc["temporal"] = *old_temporal;  // verbatim
-  else if (!temporal_fields.empty()) doc["temporal"] = merge_temporal(old_temporal ? *old_temporal : Json(), shard_times, temporal_fields, generated_at);
+  else if (!temporal_fields.empty())
+    doc["temporal"] = merge_temporal(old_temporal ? *old_temporal : Json(), shard_times, temporal_fields, generated_at);
   put_text(store, key, codec::json::dump(doc, kIndent1));
 }
 

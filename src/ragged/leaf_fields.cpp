@@ -29,7 +29,8 @@ std::vector<std::string> payload_fields(const io::Store& leaf) {
       if (!bytes) continue;
       codec::json::Json meta;
       try {
-        meta = codec::json::parse_strict(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()), path);
+        meta = codec::json::parse_strict(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()),
+                                         path);
       } catch (const FormatError&) {
         continue;
       }
@@ -53,7 +54,8 @@ std::string resolve_field(const io::Store& leaf, const std::string& field) {
   if (field.find('/') != std::string::npos) return field;
   std::vector<std::string> found;
   for (const std::string& group : leaf.list_dir("").prefixes)
-    if (is_numeric(group) && leaf.exists(io::join_key(io::join_key(group, field), zarr::kMetadataName))) found.push_back(group);
+    if (is_numeric(group) && leaf.exists(io::join_key(io::join_key(group, field), zarr::kMetadataName)))
+      found.push_back(group);
   if (found.size() != 1) {
     std::string where = "no numeric group";
     if (!found.empty()) {
@@ -61,8 +63,9 @@ std::string resolve_field(const io::Store& leaf, const std::string& field) {
       for (std::size_t i = 0; i < found.size(); ++i) where += (i ? ", '" : "'") + found[i] + "'";
       where += "]";
     }
-    throw UsageError(leaf.name() + ": field '" + field + "' is in " + where + "; give the array path (e.g. '6/" + field + "')",
-                     leaf.name());
+    throw UsageError(
+        leaf.name() + ": field '" + field + "' is in " + where + "; give the array path (e.g. '6/" + field + "')",
+        leaf.name());
   }
   return found[0] + "/" + field;
 }

@@ -13,7 +13,8 @@ Json bytes_codec() { return Json{{"name", "bytes"}, {"configuration", {{"endian"
 
 // The array document in zarr-python's key order; decoded back so the writer holds exactly what a
 // reader would (and encode() reproduces the bytes).
-zarr::ArrayMeta array_meta(const CellsAxis& axis, std::string_view data_type, const Json& fill, const Json& inner, Json attributes) {
+zarr::ArrayMeta array_meta(const CellsAxis& axis, std::string_view data_type, const Json& fill, const Json& inner,
+                           Json attributes) {
   const std::uint64_t outer = axis.sharded ? axis.cells : axis.chunk_cells;
   Json codecs = inner;
   if (axis.sharded) {
@@ -57,7 +58,9 @@ Json ragged_block(std::string_view dtype, const std::vector<int>& inner_shape) {
   return Json{{"spec", "zagg-ragged/1"}, {"element", {{"dtype", dtype}, {"shape", shape}}}};
 }
 
-Json located_declaration() { return Json{{"spec", "zagg-located/1"}, {"shape", "per-centroid"}, {"grammar", "mortie-morton/1"}}; }
+Json located_declaration() {
+  return Json{{"spec", "zagg-located/1"}, {"shape", "per-centroid"}, {"grammar", "mortie-morton/1"}};
+}
 
 Json temporal_declaration(std::string_view shape) {
   return Json{{"spec", "zagg-toc/1"}, {"shape", shape}, {"grammar", "mortie-toc/1"}};
@@ -90,18 +93,20 @@ Json dggs_attributes(int cell_order, std::optional<geo::Latitude> latitude) {
                {"compression", "none"},
                {"coordinate", "morton"}};
   if (latitude) dggs["latitude"] = geo::dggs_token(*latitude);
-  return Json{{"zarr_conventions",
-               Json::array({Json{{"schema_url", "https://raw.githubusercontent.com/zarr-conventions/dggs/refs/tags/v1/schema.json"},
-                                 {"spec_url", "https://github.com/zarr-conventions/dggs/blob/v1/README.md"},
-                                 {"uuid", "7b255807-140c-42ca-97f6-7a1cfecdbc38"},
-                                 {"name", "dggs"},
-                                 {"description", "Discrete Global Grid Systems convention for zarr"}},
-                            Json{{"schema_url", "https://github.com/espg/mortie/blob/main/docs/specification.md#dggs-attrs"},
-                                 {"spec_url", "https://github.com/espg/mortie/blob/main/docs/specification.md"},
-                                 {"uuid", "3e22156d-ea9e-4e01-95fe-e3809a4b41e7"},
-                                 {"name", "morton-dggs"},
-                                 {"description", "Packed-u64 morton (HEALPix) DGGS convention"}}})},
-              {"dggs", dggs}};
+  return Json{
+      {"zarr_conventions",
+       Json::array(
+           {Json{{"schema_url", "https://raw.githubusercontent.com/zarr-conventions/dggs/refs/tags/v1/schema.json"},
+                 {"spec_url", "https://github.com/zarr-conventions/dggs/blob/v1/README.md"},
+                 {"uuid", "7b255807-140c-42ca-97f6-7a1cfecdbc38"},
+                 {"name", "dggs"},
+                 {"description", "Discrete Global Grid Systems convention for zarr"}},
+            Json{{"schema_url", "https://github.com/espg/mortie/blob/main/docs/specification.md#dggs-attrs"},
+                 {"spec_url", "https://github.com/espg/mortie/blob/main/docs/specification.md"},
+                 {"uuid", "3e22156d-ea9e-4e01-95fe-e3809a4b41e7"},
+                 {"name", "morton-dggs"},
+                 {"description", "Packed-u64 morton (HEALPix) DGGS convention"}}})},
+      {"dggs", dggs}};
 }
 
 }  // namespace tessera::ragged::leaf

@@ -61,10 +61,12 @@ struct LeafWriter::ArrayEntry {
 
 void LeafGeometry::validate() const {
   if (!(0 <= shard_order && shard_order <= chunk_order && chunk_order <= cell_order && cell_order <= morton::kMaxOrder))
-    throw UsageError("leaf geometry: orders must satisfy shard <= chunk <= cell <= 29 (got shard " + std::to_string(shard_order) +
-                     ", chunk " + std::to_string(chunk_order) + ", cell " + std::to_string(cell_order) + ")");
+    throw UsageError("leaf geometry: orders must satisfy shard <= chunk <= cell <= 29 (got shard " +
+                     std::to_string(shard_order) + ", chunk " + std::to_string(chunk_order) + ", cell " +
+                     std::to_string(cell_order) + ")");
   if (depth() > 13) throw UsageError("leaf geometry: at most 4^13 cells per leaf (cell order - shard order <= 13)");
-  if (cell_order - chunk_order > 10) throw UsageError("leaf geometry: at most 4^10 cells per read chunk (cell order - chunk order <= 10)");
+  if (cell_order - chunk_order > 10)
+    throw UsageError("leaf geometry: at most 4^10 cells per read chunk (cell order - chunk order <= 10)");
 }
 
 std::vector<Stat> DenseStats::stats() const {
@@ -101,13 +103,15 @@ void LeafSpec::validate() const {
     check_name(name, what);
     for (const char* reserved : {"ragged", "weights", "times", "located", "temporal", "composition"})
       if (name == reserved) throw UsageError(std::string(what) + " '" + name + "' is a spec-owned name");
-    if (!names.insert(name).second) throw UsageError(std::string(what) + " '" + name + "' names another array of the leaf");
+    if (!names.insert(name).second)
+      throw UsageError(std::string(what) + " '" + name + "' names another array of the leaf");
   };
   for (const FieldSpec& f : fields) {
     claim(f.name, "field");
     if (f.located) claim(f.locations_name(), "locations array");
     if (f.timed) claim(f.times_name(), "times array");
-    if (!std::isfinite(f.delta) || f.delta < 1) throw UsageError("field '" + f.name + "': delta must be a finite number >= 1");
+    if (!std::isfinite(f.delta) || f.delta < 1)
+      throw UsageError("field '" + f.name + "': delta must be a finite number >= 1");
     if (f.flux && !(f.gain && f.gain->is_object() && f.gain->contains("name") && f.gain->contains("version")))
       throw UsageError("field '" + f.name + "': a flux field needs gain {name, version}");
   }
@@ -135,7 +139,8 @@ bool is_leaf_committed(const io::Store& hive, std::uint64_t shard) {
     const auto* group = std::get_if<zarr::GroupMeta>(&node);
     if (!group) return false;
     const auto stamp = group->attributes.find("morton_hive_commit");
-    return stamp != group->attributes.end() && stamp->is_object() && hive::is_committed(hive::parse_commit_stamp(*stamp, key));
+    return stamp != group->attributes.end() && stamp->is_object() &&
+           hive::is_committed(hive::parse_commit_stamp(*stamp, key));
   } catch (const FormatError&) {
     return false;  // debris: replaced like an uncommitted leaf
   }
@@ -147,7 +152,8 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
   const LeafGeometry& g = spec_.geometry;
   const morton::WordInfo info = morton::check(shard, "leaf shard", morton::Source::User);
   if (info.point || info.order != g.shard_order)
-    throw UsageError("leaf: shard " + morton::to_decimal(shard) + " is not an area word of order " + std::to_string(g.shard_order));
+    throw UsageError("leaf: shard " + morton::to_decimal(shard) + " is not an area word of order " +
+                     std::to_string(g.shard_order));
   first_cell_nested_ = morton::nested(shard) << (2 * g.depth());
   if (g.flat) {
     first_chunk_key_ = morton::nested(shard) << (2 * (g.chunk_order - g.shard_order));
@@ -174,13 +180,15 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
   const std::string group = std::to_string(g.cell_order);
   const auto add = [&](Kind kind, std::size_t index, const std::string& name, zarr::ArrayMeta meta) {
     const std::string path = group + "/" + name;
-    arrays_.push_back(ArrayEntry{kind, index, path, zarr::ArrayWriter(target, io::join_key(tmp_key_, path), std::move(meta))});
+    arrays_.push_back(
+        ArrayEntry{kind, index, path, zarr::ArrayWriter(target, io::join_key(tmp_key_, path), std::move(meta))});
   };
   add(Kind::Morton, 0, "morton", leaf::dense_array(axis, "uint64", Json(0)));
   add(Kind::Count, 0, "count", leaf::dense_array(axis, "int32", Json(0)));
   const auto stats = spec_.stats.stats();
   for (std::size_t i = 0; i < stats.size(); ++i)
-    add(Kind::Stat, i, spec_.stats.prefix + "_" + std::string(name_of(stats[i])), leaf::dense_array(axis, "float32", Json("NaN")));
+    add(Kind::Stat, i, spec_.stats.prefix + "_" + std::string(name_of(stats[i])),
+        leaf::dense_array(axis, "float32", Json("NaN")));
   if (spec_.per_cell_time)
     add(Kind::CellTime, 0, *spec_.per_cell_time,
         leaf::dense_array(axis, "uint64", Json(0), Json{{"temporal", leaf::temporal_declaration("per-cell")}}));
@@ -192,8 +200,10 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
     if (field.located) decl.locations = field.locations_name();
     if (field.timed) decl.times = field.times_name();
     add(Kind::Payload, f, field.name, leaf::ragged_array(axis, leaf::payload_attributes(decl)));
-    if (field.located) add(Kind::Locations, f, field.locations_name(), leaf::ragged_array(axis, leaf::companion_attributes(true)));
-    if (field.timed) add(Kind::Times, f, field.times_name(), leaf::ragged_array(axis, leaf::companion_attributes(false)));
+    if (field.located)
+      add(Kind::Locations, f, field.locations_name(), leaf::ragged_array(axis, leaf::companion_attributes(true)));
+    if (field.timed)
+      add(Kind::Times, f, field.times_name(), leaf::ragged_array(axis, leaf::companion_attributes(false)));
   }
   if (g.sharded()) encoded_.assign(arrays_.size(), std::vector<std::optional<std::vector<std::byte>>>(g.chunks()));
   seen_.assign(g.chunks(), false);
@@ -218,9 +228,11 @@ EncodedChunk LeafWriter::encode(const ChunkData& d) const {
       d.stats.size() != spec_.stats.stats().size() || (spec_.per_cell_time && d.cell_times.size() != c))
     throw UsageError(where() + ": chunk " + std::to_string(d.chunk) + " does not match the leaf's geometry and arrays");
   for (const auto& cells : d.digests)
-    if (cells.size() != c) throw UsageError(where() + ": chunk " + std::to_string(d.chunk) + ": one digest per cell is needed");
+    if (cells.size() != c)
+      throw UsageError(where() + ": chunk " + std::to_string(d.chunk) + ": one digest per cell is needed");
   for (const auto& values : d.stats)
-    if (values.size() != c) throw UsageError(where() + ": chunk " + std::to_string(d.chunk) + ": one statistic per cell is needed");
+    if (values.size() != c)
+      throw UsageError(where() + ": chunk " + std::to_string(d.chunk) + ": one statistic per cell is needed");
 
   EncodedChunk out;
   out.chunk = d.chunk;
@@ -245,7 +257,8 @@ EncodedChunk LeafWriter::encode(const ChunkData& d) const {
       case Kind::Morton:
         dense.resize(c * 8);
         for (std::uint64_t i = 0; i < c; ++i)
-          store_le<std::uint64_t>(dense.data() + 8 * i, morton::from_nested(first_cell_nested_ + first + i, g.cell_order));
+          store_le<std::uint64_t>(dense.data() + 8 * i,
+                                  morton::from_nested(first_cell_nested_ + first + i, g.cell_order));
         break;
       case Kind::Count:
         dense.resize(c * 4);
@@ -268,8 +281,8 @@ EncodedChunk LeafWriter::encode(const ChunkData& d) const {
                         : e.kind == Kind::Locations ? digest.locations_payload()
                                                     : digest.times_payload();
           if (e.kind != Kind::Payload && payloads[i].size() != digest.size() * 8)
-            throw UsageError(where() + ": cell " + std::to_string(first + i) + " of field '" + spec_.fields[e.index].name +
-                             "': one companion word per centroid is needed");
+            throw UsageError(where() + ": cell " + std::to_string(first + i) + " of field '" +
+                             spec_.fields[e.index].name + "': one companion word per centroid is needed");
           if (e.kind == Kind::Times)
             for (const std::uint64_t t : digest.times) out.time_join = out.time_join ? toc::join(out.time_join, t) : t;
           views[i] = payloads[i];
@@ -284,7 +297,8 @@ EncodedChunk LeafWriter::encode(const ChunkData& d) const {
 
 void LeafWriter::add(EncodedChunk chunk) {
   if (committed_) throw UsageError(where() + ": add after commit");
-  if (chunk.chunk >= seen_.size() || seen_[chunk.chunk]) throw UsageError(where() + ": chunk " + std::to_string(chunk.chunk) + " added twice");
+  if (chunk.chunk >= seen_.size() || seen_[chunk.chunk])
+    throw UsageError(where() + ": chunk " + std::to_string(chunk.chunk) + " added twice");
   seen_[chunk.chunk] = true;
   filled_[chunk.chunk] = !chunk.occupied.empty();
   occupied_.insert(occupied_.end(), chunk.occupied.begin(), chunk.occupied.end());
@@ -344,7 +358,8 @@ LeafReport LeafWriter::commit(const std::string& writer) {
   touched_ = true;
   write_metadata();
   if (g.sharded())  // one object per array, assembled and written in parallel
-    tbb::parallel_for(std::size_t{0}, arrays_.size(), [&](std::size_t a) { arrays_[a].writer.write_encoded_object({0}, encoded_[a]); });
+    tbb::parallel_for(std::size_t{0}, arrays_.size(),
+                      [&](std::size_t a) { arrays_[a].writer.write_encoded_object({0}, encoded_[a]); });
   encoded_.clear();
 
   hive::StampSpec stamp;

@@ -59,7 +59,8 @@ WordInfo check(std::uint64_t w, std::string_view what, Source source) {
   std::string rule;
   const int prefix = static_cast<int>(w >> 60);
   if (w == 0) rule = "the null word 0 names no cell";
-  else if (prefix < 1 || prefix > kBaseCells) rule = "prefix " + std::to_string(prefix) + " is not a base cell + 1 (1..12)";
+  else if (prefix < 1 || prefix > kBaseCells)
+    rule = "prefix " + std::to_string(prefix) + " is not a base cell + 1 (1..12)";
   else rule = "nonzero body bits below the word's order (not canonically zero-filled)";
   fail(source, std::string(what) + ": invalid morton word " + std::to_string(w) + " (" + hex(w) + "): " + rule);
 }
@@ -82,15 +83,18 @@ std::uint64_t pack(int base, std::span<const int> tuples, bool point) {
   if (base < 0 || base >= kBaseCells) throw UsageError("morton: base cell " + std::to_string(base) + " outside 0..11");
   const int order = static_cast<int>(tuples.size());
   if (order > kMaxOrder || (point && order != kMaxOrder))
-    throw UsageError("morton: order " + std::to_string(order) + (point ? " for a point word (must be 29)" : " above 29"));
+    throw UsageError("morton: order " + std::to_string(order) +
+                     (point ? " for a point word (must be 29)" : " above 29"));
   for (const int t : tuples)
     if (t < 0 || t > 3) throw UsageError("morton: tuple value " + std::to_string(t) + " outside 0..3");
   std::uint64_t w = static_cast<std::uint64_t>(base + 1) << 60;
-  for (int n = 1; n <= std::min(order, kBodyTuples); ++n) w |= static_cast<std::uint64_t>(tuples[n - 1]) << (60 - 2 * n);
+  for (int n = 1; n <= std::min(order, kBodyTuples); ++n)
+    w |= static_cast<std::uint64_t>(tuples[n - 1]) << (60 - 2 * n);
   std::uint64_t suffix = static_cast<std::uint64_t>(order);
   if (point) suffix = 48 + 4 * static_cast<std::uint64_t>(tuples[27]) + static_cast<std::uint64_t>(tuples[28]);
   else if (order == 28) suffix = 28 + 5 * static_cast<std::uint64_t>(tuples[27]);
-  else if (order == 29) suffix = 28 + 5 * static_cast<std::uint64_t>(tuples[27]) + static_cast<std::uint64_t>(tuples[28]) + 1;
+  else if (order == 29)
+    suffix = 28 + 5 * static_cast<std::uint64_t>(tuples[27]) + static_cast<std::uint64_t>(tuples[28]) + 1;
   return w | suffix;
 }
 
@@ -109,7 +113,8 @@ std::uint64_t nested(std::uint64_t w) {
 std::uint64_t from_nested(std::uint64_t id, int order) {
   if (order < 0 || order > kMaxOrder) throw UsageError("morton: order " + std::to_string(order) + " outside 0..29");
   if ((id >> (2 * order)) >= static_cast<std::uint64_t>(kBaseCells))
-    throw UsageError("morton: NESTED id " + std::to_string(id) + " is outside the sphere at order " + std::to_string(order));
+    throw UsageError("morton: NESTED id " + std::to_string(id) + " is outside the sphere at order " +
+                     std::to_string(order));
   // Bit arithmetic rather than pack_area: writers call this once per cell of a leaf. Tuple n sits
   // at id bits 2(order − n) and belongs at word bit 60 − 2n, so tuples 1..27 move up by
   // 60 − 2·order bits; orders 28 and 29 keep tuples 28/29 in the suffix instead.
@@ -195,7 +200,9 @@ namespace {
 // area word at order k, the area form of a point at k = 29.
 std::uint64_t area_at(std::uint64_t w, int k) noexcept {
   std::uint64_t out = w & ~kSuffixMask;
-  if (k == 29) return out | (28 + 5 * static_cast<std::uint64_t>(tuple_at(w, 28)) + static_cast<std::uint64_t>(tuple_at(w, 29)) + 1);
+  if (k == 29)
+    return out |
+           (28 + 5 * static_cast<std::uint64_t>(tuple_at(w, 28)) + static_cast<std::uint64_t>(tuple_at(w, 29)) + 1);
   if (k == 28) return out | (28 + 5 * static_cast<std::uint64_t>(tuple_at(w, 28)));
   return (out & ~body_below(k)) | static_cast<std::uint64_t>(k);
 }

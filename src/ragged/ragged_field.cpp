@@ -27,8 +27,8 @@ std::string parent_of(const std::string& path) {
 
 // Opens a bound sibling and checks it is a uint64 [-1] zagg-ragged/1 array on the payload's
 // exact geometry (spec §2.4).
-RaggedArray open_sibling(const io::Store& store, const RaggedArray& payload, const std::string& name, const std::string& structure,
-                         const zarr::ReadOptions& options) {
+RaggedArray open_sibling(const io::Store& store, const RaggedArray& payload, const std::string& name,
+                         const std::string& structure, const zarr::ReadOptions& options) {
   const std::string path = io::join_key(parent_of(payload.path()), name);
   if (!store.exists(io::join_key(path, zarr::kMetadataName)))
     binding_error(payload, structure, "bound sibling '" + path + "' does not exist");
@@ -36,10 +36,15 @@ RaggedArray open_sibling(const io::Store& store, const RaggedArray& payload, con
   const auto& pm = payload.array().meta();
   const auto& sm = sib.array().meta();
   if (!sib.element().is_words())
-    binding_error(payload, structure, "bound sibling '" + path + "' has element " + sib.element().dtype_name + " (a companion holds uint64 [-1])");
-  if (sm.shape != pm.shape || sm.chunk_shape != pm.chunk_shape || sib.array().read_chunk_shape() != payload.array().read_chunk_shape() ||
+    binding_error(
+        payload, structure,
+        "bound sibling '" + path + "' has element " + sib.element().dtype_name + " (a companion holds uint64 [-1])");
+  if (sm.shape != pm.shape || sm.chunk_shape != pm.chunk_shape ||
+      sib.array().read_chunk_shape() != payload.array().read_chunk_shape() ||
       sib.array().sharded() != payload.array().sharded())
-    binding_error(payload, structure, "bound sibling '" + path + "' does not share the payload's shape, chunk grid, inner chunk and geometry");
+    binding_error(
+        payload, structure,
+        "bound sibling '" + path + "' does not share the payload's shape, chunk grid, inner chunk and geometry");
   return sib;
 }
 
@@ -58,21 +63,24 @@ RaggedField RaggedField::open(const io::Store& store, std::string field, zarr::R
   if (const auto& name = f.payload_.locations_binding()) {
     f.locations_ = open_sibling(store, f.payload_, *name, "attributes.ragged.locations", options);
     if (const auto& d = f.locations_->temporal())
-      binding_error(f.payload_, "attributes.ragged.locations", "bound sibling carries a temporal declaration (" + d->shape + "), not located");
+      binding_error(f.payload_, "attributes.ragged.locations",
+                    "bound sibling carries a temporal declaration (" + d->shape + "), not located");
   }
   if (const auto& name = f.payload_.times_binding()) {
     f.times_ = open_sibling(store, f.payload_, *name, "attributes.times", options);
     if (const auto& d = f.times_->temporal(); d && d->shape != "per-centroid")
-      binding_error(f.payload_, "attributes.times", "bound sibling's temporal declaration has shape '" + d->shape + "', expected per-centroid");
-    if (f.times_->located()) binding_error(f.payload_, "attributes.times", "bound sibling carries a located declaration, not temporal");
+      binding_error(f.payload_, "attributes.times",
+                    "bound sibling's temporal declaration has shape '" + d->shape + "', expected per-centroid");
+    if (f.times_->located())
+      binding_error(f.payload_, "attributes.times", "bound sibling carries a located declaration, not temporal");
   }
   const std::string morton_path = io::join_key(f.group_, "morton");
   if (store.exists(io::join_key(morton_path, zarr::kMetadataName))) {
     f.morton_.emplace(zarr::Array::open(store, morton_path, options));
     const auto& mm = f.morton_->meta();
     if (mm.data_type.vlen || mm.data_type.dtype != DType::U64 || mm.shape != f.payload_.array().shape())
-      throw FormatError(f.morton_->metadata_key() + ": morton: must be a dense uint64 array of the payload's shape", f.morton_->metadata_key(),
-                        "morton");
+      throw FormatError(f.morton_->metadata_key() + ": morton: must be a dense uint64 array of the payload's shape",
+                        f.morton_->metadata_key(), "morton");
   }
   return f;
 }
@@ -80,8 +88,9 @@ RaggedField RaggedField::open(const io::Store& store, std::string field, zarr::R
 const zarr::Array& RaggedField::morton_array() const {
   if (!morton_) {
     const std::string path = io::join_key(group_, "morton");
-    throw FormatError(path + ": missing: the " + payload_.path() + " readers need the sibling morton coordinate for chunk identity", path,
-                      "morton");
+    throw FormatError(
+        path + ": missing: the " + payload_.path() + " readers need the sibling morton coordinate for chunk identity",
+        path, "morton");
   }
   return *morton_;
 }
@@ -102,26 +111,30 @@ struct ResolvedSpan {
   bool skip = false;
 };
 
-ResolvedSpan resolve_subtree(const RaggedArray& payload, const zarr::Array& morton, std::optional<std::uint64_t> subtree,
-                             const WarningSink& warn, detail::MortonCache& cache) {
+ResolvedSpan resolve_subtree(const RaggedArray& payload, const zarr::Array& morton,
+                             std::optional<std::uint64_t> subtree, const WarningSink& warn,
+                             detail::MortonCache& cache) {
   if (!subtree) return {};
   const auto info = morton::check(*subtree, "subtree", morton::Source::User);
-  if (info.point) throw UsageError("subtree: " + std::to_string(*subtree) + " is a point word; a subtree needs an area word");
+  if (info.point)
+    throw UsageError("subtree: " + std::to_string(*subtree) + " is a point word; a subtree needs an area word");
   const auto axis = detail::read_axis(payload, morton, cache);
   if (!axis) return {std::nullopt, true};  // empty store: nothing to yield
   const detail::CellSpan span = detail::subtree_span(*axis, *subtree);
   if (span.empty()) {
     if (warn)
-      warn({"subtree_disjoint", "subtree " + morton::to_decimal(*subtree) + " is disjoint from the cells axis of " + payload.path() +
-                                    (axis->flat ? std::string(" (full sphere)") : " (root " + morton::to_decimal(axis->root) + ")")});
+      warn({"subtree_disjoint",
+            "subtree " + morton::to_decimal(*subtree) + " is disjoint from the cells axis of " + payload.path() +
+                (axis->flat ? std::string(" (full sphere)") : " (root " + morton::to_decimal(axis->root) + ")")});
     return {std::nullopt, true};
   }
   return {span, false};
 }
 
 // Sweeps `array` (payload or a sibling) and hands every populated cell inside the span to `cell`.
-void per_cell_sweep(const RaggedField& field, const zarr::Array& array, const SweepOptions& options, const zarr::Array& morton,
-                    const std::function<void(const detail::PopulatedChunk&, std::uint64_t rank, std::span<const std::byte>)>& cell) {
+void per_cell_sweep(
+    const RaggedField& field, const zarr::Array& array, const SweepOptions& options, const zarr::Array& morton,
+    const std::function<void(const detail::PopulatedChunk&, std::uint64_t rank, std::span<const std::byte>)>& cell) {
   detail::chunk_depth(field.payload());
   detail::MortonCache cache;
   const ResolvedSpan r = resolve_subtree(field.payload(), morton, options.subtree, options.warn, cache);
@@ -140,7 +153,8 @@ void per_cell_sweep(const RaggedField& field, const zarr::Array& array, const Sw
   });
 }
 
-std::vector<std::uint64_t> decode_words(const RaggedArray& array, std::span<const std::byte> payload, std::uint64_t index) {
+std::vector<std::uint64_t> decode_words(const RaggedArray& array, std::span<const std::byte> payload,
+                                        std::uint64_t index) {
   std::vector<std::uint64_t> out(array.rows_of(payload, index));
   if (!out.empty()) std::memcpy(out.data(), payload.data(), out.size() * 8);
   return out;
@@ -150,52 +164,56 @@ std::vector<std::uint64_t> decode_words(const RaggedArray& array, std::span<cons
 
 void RaggedField::read_raw_values(const SweepOptions& options, const std::function<void(CellValues&&)>& sink) const {
   if (payload_.weights() == Weights::Flux)
-    throw UsageError(payload_.path() + ": read_raw_values is refused on a flux field (weights are photoelectron estimates, not counts)");
+    throw UsageError(payload_.path() +
+                     ": read_raw_values is refused on a flux field (weights are photoelectron estimates, not counts)");
   const Element& el = payload_.element();
   const bool digest = el.is_tdigest();
   if (!digest && !(el.inner_shape.empty() && el.dtype != DType::Bool))
     throw UsageError(payload_.path() + ": read_raw_values needs a t-digest or flat numeric element");
-  per_cell_sweep(*this, payload_.array(), options, morton_array(), [&](const detail::PopulatedChunk& chunk, std::uint64_t rank, auto payload) {
-    const std::uint64_t index = chunk.start + rank;
-    const std::uint64_t rows = payload_.rows_of(payload, index);
-    CellValues out;
-    out.chunk_id = chunk.chunk_id;
-    const auto rc = morton::rank_to_rowcol(rank);
-    out.row = rc.row, out.col = rc.col;
-    out.index = index;
-    out.values.resize(rows);
-    for (std::uint64_t i = 0; i < rows; ++i) {
-      if (!digest) {
-        visit_dtype(el.dtype, [&](auto t) {
-          using T = decltype(t);
-          out.values[i] = static_cast<double>(load_le<T>(payload.data() + i * sizeof(T)));
-        });
-        continue;
-      }
-      out.values[i] = static_cast<double>(load_le<float>(payload.data() + i * 8));
-      const float w = load_le<float>(payload.data() + i * 8 + 4);
-      if (w != 1.0f)
-        throw UsageError(payload_.path() + ": cell " + std::to_string(index) + " of chunk " + morton::to_decimal(chunk.chunk_id) + " row " +
-                         std::to_string(i) + " has weight " + std::to_string(w) +
-                         ": read_raw_values needs single-observation centroids (every weight 1)");
-    }
-    sink(std::move(out));
-  });
+  per_cell_sweep(*this, payload_.array(), options, morton_array(),
+                 [&](const detail::PopulatedChunk& chunk, std::uint64_t rank, auto payload) {
+                   const std::uint64_t index = chunk.start + rank;
+                   const std::uint64_t rows = payload_.rows_of(payload, index);
+                   CellValues out;
+                   out.chunk_id = chunk.chunk_id;
+                   const auto rc = morton::rank_to_rowcol(rank);
+                   out.row = rc.row, out.col = rc.col;
+                   out.index = index;
+                   out.values.resize(rows);
+                   for (std::uint64_t i = 0; i < rows; ++i) {
+                     if (!digest) {
+                       visit_dtype(el.dtype, [&](auto t) {
+                         using T = decltype(t);
+                         out.values[i] = static_cast<double>(load_le<T>(payload.data() + i * sizeof(T)));
+                       });
+                       continue;
+                     }
+                     out.values[i] = static_cast<double>(load_le<float>(payload.data() + i * 8));
+                     const float w = load_le<float>(payload.data() + i * 8 + 4);
+                     if (w != 1.0f)
+                       throw UsageError(payload_.path() + ": cell " + std::to_string(index) + " of chunk " +
+                                        morton::to_decimal(chunk.chunk_id) + " row " + std::to_string(i) +
+                                        " has weight " + std::to_string(w) +
+                                        ": read_raw_values needs single-observation centroids (every weight 1)");
+                   }
+                   sink(std::move(out));
+                 });
 }
 
 namespace {
 
-void words_sweep(const RaggedField& field, const RaggedArray& sibling, const SweepOptions& options, const zarr::Array& morton,
-                 const std::function<void(CellWords&&)>& sink) {
-  per_cell_sweep(field, sibling.array(), options, morton, [&](const detail::PopulatedChunk& chunk, std::uint64_t rank, auto payload) {
-    CellWords out;
-    out.chunk_id = chunk.chunk_id;
-    const auto rc = morton::rank_to_rowcol(rank);
-    out.row = rc.row, out.col = rc.col;
-    out.index = chunk.start + rank;
-    out.words = decode_words(sibling, payload, out.index);
-    sink(std::move(out));
-  });
+void words_sweep(const RaggedField& field, const RaggedArray& sibling, const SweepOptions& options,
+                 const zarr::Array& morton, const std::function<void(CellWords&&)>& sink) {
+  per_cell_sweep(field, sibling.array(), options, morton,
+                 [&](const detail::PopulatedChunk& chunk, std::uint64_t rank, auto payload) {
+                   CellWords out;
+                   out.chunk_id = chunk.chunk_id;
+                   const auto rc = morton::rank_to_rowcol(rank);
+                   out.row = rc.row, out.col = rc.col;
+                   out.index = chunk.start + rank;
+                   out.words = decode_words(sibling, payload, out.index);
+                   sink(std::move(out));
+                 });
 }
 
 }  // namespace
@@ -227,8 +245,8 @@ std::uint64_t RaggedField::cell_index(std::uint64_t chunk_id, std::int64_t row, 
   const int depth = detail::chunk_depth(payload_);
   const std::int64_t side = std::int64_t{1} << depth;
   if (row < 0 || row >= side || col < 0 || col >= side)
-    throw UsageError(payload_.path() + ": (row " + std::to_string(row) + ", col " + std::to_string(col) + ") outside the read chunk's [0, " +
-                     std::to_string(side) + ") square");
+    throw UsageError(payload_.path() + ": (row " + std::to_string(row) + ", col " + std::to_string(col) +
+                     ") outside the read chunk's [0, " + std::to_string(side) + ") square");
   const auto info = morton::check(chunk_id, "chunk id", morton::Source::User);
   const zarr::Array& morton = morton_array();
   detail::MortonCache cache;
@@ -289,14 +307,16 @@ Occupancy read_occupancy(const io::Store& store, const CellsAxis& axis) {
   if (!env.cell_order || *env.cell_order <= shard_order || *env.cell_order > morton::kMaxOrder)
     fail("cell_order must be an integer greater than the shard order " + std::to_string(shard_order));
   if (*env.cell_order != axis.cell_order)
-    fail("cell_order " + std::to_string(*env.cell_order) + " differs from the cells-axis order " + std::to_string(axis.cell_order));
+    fail("cell_order " + std::to_string(*env.cell_order) + " differs from the cells-axis order " +
+         std::to_string(axis.cell_order));
   // A leaf whose basename names a shard must hold that shard's axis.
   const std::string& name = store.name();
   const auto slash = name.find_last_not_of('/');
   const std::string trimmed = slash == std::string::npos ? name : name.substr(0, slash + 1);
   const std::string basename = trimmed.substr(trimmed.rfind('/') == std::string::npos ? 0 : trimmed.rfind('/') + 1);
   if (const auto named = hive::shard_of_basename(basename); named && *named != axis.root)
-    fail("the leaf is named for shard " + morton::to_decimal(*named) + " but its morton words lie under " + morton::to_decimal(axis.root));
+    fail("the leaf is named for shard " + morton::to_decimal(*named) + " but its morton words lie under " +
+         morton::to_decimal(axis.root));
   const int depth = static_cast<int>(*env.cell_order) - shard_order;
   const auto ranks = hive::decode_sidecar(*object, depth, *env.sidecar);
   occ.kind = Occupancy::Kind::Bitmap;

@@ -50,15 +50,17 @@ void parallel_for_each(unsigned threads, std::size_t n, const std::function<void
 
 int chunk_depth(const RaggedArray& array) {
   if (!array.on_cells_axis())
-    throw UsageError(array.path() + ": dimension_names is [\"chunks\"]: a per-chunk companion is readable with read_cell only");
+    throw UsageError(array.path() +
+                     ": dimension_names is [\"chunks\"]: a per-chunk companion is readable with read_cell only");
   const auto depth = morton::log4_exact(array.chunk_cells());
   if (!depth)
-    axis_error(array.path(), "read chunk of " + std::to_string(array.chunk_cells()) + " cells is not a power-of-four subtree");
+    axis_error(array.path(),
+               "read chunk of " + std::to_string(array.chunk_cells()) + " cells is not a power-of-four subtree");
   return *depth;
 }
 
-std::optional<std::uint64_t> chunk_id_of(std::span<const std::uint64_t> words, std::uint64_t chunk_cells, std::string_view what,
-                                         int* cell_order) {
+std::optional<std::uint64_t> chunk_id_of(std::span<const std::uint64_t> words, std::uint64_t chunk_cells,
+                                         std::string_view what, int* cell_order) {
   const int depth = *morton::log4_exact(chunk_cells);
   std::optional<std::uint64_t> id;
   for (std::size_t i = 0; i < words.size(); ++i) {
@@ -67,14 +69,17 @@ std::optional<std::uint64_t> chunk_id_of(std::span<const std::uint64_t> words, s
     const auto info = morton::inspect(w);
     const std::string where = std::string(what) + " cell " + std::to_string(i);
     if (!info) morton::check(w, where);  // throws with the rule
-    if (info->point) throw FormatError(where + ": morton word " + std::to_string(w) + " is a point word; cells are area words", std::string(what), "morton");
+    if (info->point)
+      throw FormatError(where + ": morton word " + std::to_string(w) + " is a point word; cells are area words",
+                        std::string(what), "morton");
     if (*cell_order < 0) *cell_order = info->order;
     if (info->order != *cell_order)
       throw FormatError(where + ": morton word of order " + std::to_string(info->order) + " on an axis of order " +
                             std::to_string(*cell_order) + " (every written word has the cells-axis order)",
                         std::string(what), "morton");
     if (info->order < depth)
-      throw FormatError(where + ": order-" + std::to_string(info->order) + " words cannot fill a read chunk of depth " + std::to_string(depth),
+      throw FormatError(where + ": order-" + std::to_string(info->order) + " words cannot fill a read chunk of depth " +
+                            std::to_string(depth),
                         std::string(what), "morton");
     const std::uint64_t a = morton::clip(w, info->order - depth);
     if (id && *id != a)
@@ -105,15 +110,16 @@ std::optional<CellsAxis> read_axis(const RaggedArray& payload, const zarr::Array
   axis.chunk_cells = payload.chunk_cells();
   axis.cell_order = info->order;
   const int depth = chunk_depth(payload);
-  if (axis.cell_order < depth) axis_error(path, "cell order " + std::to_string(axis.cell_order) + " is shallower than the read chunk");
+  if (axis.cell_order < depth)
+    axis_error(path, "cell order " + std::to_string(axis.cell_order) + " is shallower than the read chunk");
   axis.chunk_order = axis.cell_order - depth;
   const std::uint64_t nested = morton::nested(anchor);
   const auto sphere = mul_u64(12, morton::pow4(axis.cell_order));
   if (sphere && *sphere == axis.length) {
     axis.flat = true;
     if (nested != anchor_index)
-      axis_error(path, "placement: word " + std::to_string(anchor) + " (NESTED " + std::to_string(nested) + ") written at index " +
-                           std::to_string(anchor_index));
+      axis_error(path, "placement: word " + std::to_string(anchor) + " (NESTED " + std::to_string(nested) +
+                           ") written at index " + std::to_string(anchor_index));
     return axis;
   }
   const auto d = morton::log4_exact(axis.length);
@@ -124,14 +130,16 @@ std::optional<CellsAxis> read_axis(const RaggedArray& payload, const zarr::Array
   axis.root = morton::clip(anchor, axis.cell_order - axis.depth);
   axis.root_start = morton::nested(axis.root) << (2 * axis.depth);
   if (nested - axis.root_start != anchor_index)
-    axis_error(path, "placement: word " + std::to_string(anchor) + " belongs at index " + std::to_string(nested - axis.root_start) +
-                         " but is written at index " + std::to_string(anchor_index));
+    axis_error(path, "placement: word " + std::to_string(anchor) + " belongs at index " +
+                         std::to_string(nested - axis.root_start) + " but is written at index " +
+                         std::to_string(anchor_index));
   return axis;
 }
 
 CellSpan subtree_span(const CellsAxis& axis, std::uint64_t word) {
   const auto info = morton::check(word, "subtree", morton::Source::User);
-  if (info.point) throw UsageError("subtree: " + std::to_string(word) + " is a point word; a subtree needs an area word");
+  if (info.point)
+    throw UsageError("subtree: " + std::to_string(word) + " is a point word; a subtree needs an area word");
   if (info.order > axis.cell_order)
     throw UsageError("subtree: order-" + std::to_string(info.order) + " word " + morton::to_decimal(word) +
                      " is deeper than the cells axis (order " + std::to_string(axis.cell_order) + ")");
@@ -254,7 +262,8 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
       // The morton words of the read chunk at `start` (shorter at the axis end).
       const auto words_of_chunk = [&](std::uint64_t start) {
         const std::uint64_t off = start - batch.begin;
-        return std::span<const std::uint64_t>(batch.morton).subspan(off, std::min(chunk_cells, batch.morton.size() - off));
+        return std::span<const std::uint64_t>(batch.morton)
+            .subspan(off, std::min(chunk_cells, batch.morton.size() - off));
       };
 
       // The batch's inner chunks of a partly covered shard: one ranged GET when they lie together.
@@ -294,8 +303,9 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
         const std::string what = morton.path() + " read chunk at cell " + std::to_string(chunk.start);
         const auto id = chunk_id_of(words_of_chunk(chunk.start), chunk_cells, what, &cell_order);
         if (!id)
-          throw FormatError(what + ": a populated chunk of " + a.path() + " has no written morton word (no chunk identity)",
-                            morton.path(), "morton");
+          throw FormatError(
+              what + ": a populated chunk of " + a.path() + " has no written morton word (no chunk identity)",
+              morton.path(), "morton");
         if (deferred[j]) std::rethrow_exception(deferred[j]);
         chunk.chunk_id = *id;
         batch.chunks.push_back(std::move(chunk));

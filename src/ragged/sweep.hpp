@@ -18,18 +18,18 @@ namespace tessera::ragged::detail {
 
 // A read chunk with at least one non-empty cell.
 struct PopulatedChunk {
-  std::uint64_t start = 0;             // first cell index on the axis
-  std::uint64_t chunk_id = 0;          // common ancestor of its morton words at the chunk order
-  std::size_t slot = 0;                // position in its batch (< batch_chunks), as a ChunkTask saw it
-  zarr::VlenChunk cells;               // C cells
+  std::uint64_t start = 0;     // first cell index on the axis
+  std::uint64_t chunk_id = 0;  // common ancestor of its morton words at the chunk order
+  std::size_t slot = 0;        // position in its batch (< batch_chunks), as a ChunkTask saw it
+  zarr::VlenChunk cells;       // C cells
 };
 
 // What one step of a sweep delivers: the morton words of every covered read chunk (populated or
 // not, so masks can see observed-but-empty cells) and the populated chunks among them.
 struct SweepBatch {
-  std::uint64_t begin = 0;                 // first cell of the covered range
-  std::vector<std::uint64_t> morton;       // words of [begin, begin + morton.size())
-  std::vector<PopulatedChunk> chunks;      // ascending
+  std::uint64_t begin = 0;             // first cell of the covered range
+  std::vector<std::uint64_t> morton;   // words of [begin, begin + morton.size())
+  std::vector<PopulatedChunk> chunks;  // ascending
 };
 
 // [begin, end) on the cells axis.
@@ -64,12 +64,12 @@ void parallel_for_each(unsigned threads, std::size_t n, const std::function<void
 using ChunkTask = std::function<void(const PopulatedChunk& chunk, std::span<const std::uint64_t> words)>;
 
 struct SweepRequest {
-  const zarr::Array* array = nullptr;   // the vlen array swept (payload or a sibling)
+  const zarr::Array* array = nullptr;  // the vlen array swept (payload or a sibling)
   const zarr::Array* morton = nullptr;
-  std::optional<CellSpan> span;         // none: the whole store (listed)
+  std::optional<CellSpan> span;  // none: the whole store (listed)
   unsigned threads = 0;
   MortonCache* cache = nullptr;
-  ChunkTask task;                       // optional
+  ChunkTask task;  // optional
 };
 
 // Inner chunks decoded per batch for `threads` (0: oneTBB's default): several per core, so the
@@ -84,8 +84,8 @@ void sweep(const SweepRequest& request, const std::function<void(SweepBatch&)>& 
 
 // The chunk id of a read chunk from its words at chunk cells C (FormatError naming `what`);
 // nullopt when no word is written.
-std::optional<std::uint64_t> chunk_id_of(std::span<const std::uint64_t> words, std::uint64_t chunk_cells, std::string_view what,
-                                         int* cell_order);
+std::optional<std::uint64_t> chunk_id_of(std::span<const std::uint64_t> words, std::uint64_t chunk_cells,
+                                         std::string_view what, int* cell_order);
 
 // Checks the sweep's preconditions: a cells axis and a power-of-four read chunk.
 int chunk_depth(const RaggedArray& array);

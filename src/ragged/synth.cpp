@@ -78,7 +78,8 @@ SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
     double x, y, r;
   };
   std::vector<Swath> swaths;
-  for (int i = 0; i < 3; ++i) swaths.push_back({rng.uniform() * side, rng.uniform() * side, side * (0.25 + 0.2 * rng.uniform())});
+  for (int i = 0; i < 3; ++i)
+    swaths.push_back({rng.uniform() * side, rng.uniform() * side, side * (0.25 + 0.2 * rng.uniform())});
   // Closeness to the nearest swath centre (0 outside every swath, 1 at a centre); the population
   // probability is proportional to it, scaled so that its mean over the leaf is the requested
   // fraction.
@@ -96,8 +97,10 @@ SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
   for (std::uint64_t rank = 0; rank < report.cells; ++rank) {
     const auto xy = morton::rank_to_xy(rank);
     if (rng.uniform() >= scale * closeness[rank]) continue;
-    const double centre = 20.0 + 8.0 * std::sin(2 * std::numbers::pi * xy.x / side) * std::cos(2 * std::numbers::pi * xy.y / side);
-    const std::uint32_t k = o.min_centroids + static_cast<std::uint32_t>(rng.next() % (o.max_centroids - o.min_centroids + 1));
+    const double centre =
+        20.0 + 8.0 * std::sin(2 * std::numbers::pi * xy.x / side) * std::cos(2 * std::numbers::pi * xy.y / side);
+    const std::uint32_t k =
+        o.min_centroids + static_cast<std::uint32_t>(rng.next() % (o.max_centroids - o.min_centroids + 1));
     means.resize(k);
     for (auto& m : means) m = static_cast<float>(centre + 10.0 * (2.0 * rng.uniform() - 1.0) * rng.uniform());
     std::sort(means.begin(), means.end());
@@ -112,7 +115,8 @@ SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
   }
   const std::vector<std::span<const std::byte>> views(payloads.begin(), payloads.end());
   const leaf::CellsAxis axis{report.cells, chunk_cells, true};
-  zarr::ArrayWriter digests(hive_root, group + "/" + o.field, leaf::ragged_array(axis, Json{{"ragged", leaf::ragged_block("float32", {2})}}));
+  zarr::ArrayWriter digests(hive_root, group + "/" + o.field,
+                            leaf::ragged_array(axis, Json{{"ragged", leaf::ragged_block("float32", {2})}}));
   digests.write_metadata();
   digests.write_vlen_object({0}, views);
 

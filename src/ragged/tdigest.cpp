@@ -27,7 +27,8 @@ std::size_t row_count(std::span<const std::byte> payload, std::string_view what)
 // The [RD-5] checks of row i (`prev`: the mean of row i − 1).
 inline void check_row(std::size_t i, double mean, double weight, double prev, std::string_view what) {
   const auto bad = [&](const char* rule) {
-    throw FormatError(std::string(what) + ": t-digest row " + std::to_string(i) + ": " + rule, std::string(what), "t-digest");
+    throw FormatError(std::string(what) + ": t-digest row " + std::to_string(i) + ": " + rule, std::string(what),
+                      "t-digest");
   };
   if (!std::isfinite(mean)) bad("mean is not finite");
   if (!std::isfinite(weight) || !(weight > 0)) bad("weight must be finite and > 0");

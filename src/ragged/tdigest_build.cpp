@@ -52,8 +52,9 @@ StoredDigest compress_rows(const Rows& rows, double delta) {
     out.means.push_back(static_cast<float>(mw / w));
     out.weights.push_back(static_cast<float>(w));
     if (located) {
-      out.locations.push_back(e - b == 1 ? rows.locations[b]
-                                         : morton::common_ancestor(std::span(rows.locations).subspan(b, e - b), "centroid locations"));
+      out.locations.push_back(
+          e - b == 1 ? rows.locations[b]
+                     : morton::common_ancestor(std::span(rows.locations).subspan(b, e - b), "centroid locations"));
     }
     if (timed) {
       std::uint64_t t = rows.times[b];
@@ -181,7 +182,8 @@ StoredDigest build(std::span<const double> values, double delta, std::span<const
       throw UsageError("t-digest build: weight " + std::to_string(i) + " is not a positive finite number");
     if (!locations.empty() && !morton::is_valid(locations[i]))
       throw UsageError("t-digest build: location word " + std::to_string(i) + " is 0 or not a valid morton word");
-    if (!times.empty() && times[i] == 0) throw UsageError("t-digest build: time word " + std::to_string(i) + " is 0 (unobserved)");
+    if (!times.empty() && times[i] == 0)
+      throw UsageError("t-digest build: time word " + std::to_string(i) + " is 0 (unobserved)");
     if (std::isfinite(values[i])) order.push_back(i);
   }
   // numpy's stable argsort: ties keep their input order, companions travel with their value.
@@ -207,7 +209,8 @@ StoredDigest merge_pairwise(const StoredDigest& a, const StoredDigest& b, double
   const Rows rows = widen(both);
   std::vector<std::size_t> order(rows.means.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return rows.means[x] < rows.means[y]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return rows.means[x] < rows.means[y]; });
   return compress_rows(permuted(rows, order), delta);
 }
 

@@ -87,8 +87,9 @@ Window fit_window(const TensorOptions& o, double z_lo, double z_hi, const std::s
   switch (o.fit) {
     case FitPolicy::CollapseBins: {
       if (needed > window)
-        throw UsageError(where + ": z-window [" + fmt(z_lo) + ", " + fmt(z_hi) + "] spans " + fmt(needed) + ", more than the " +
-                         fmt(window) + " that n_bins·resolution covers (collapse_bins never widens the window)");
+        throw UsageError(where + ": z-window [" + fmt(z_lo) + ", " + fmt(z_hi) + "] spans " + fmt(needed) +
+                         ", more than the " + fmt(window) +
+                         " that n_bins·resolution covers (collapse_bins never widens the window)");
       std::uint32_t n = std::uint32_t{1} << static_cast<int>(std::floor(std::log2(static_cast<double>(o.n_bins))));
       while (n / 2 >= 1 && static_cast<double>(n / 2) * o.resolution >= needed) n /= 2;
       w.n_bins = n;
@@ -96,8 +97,9 @@ Window fit_window(const TensorOptions& o, double z_lo, double z_hi, const std::s
     }
     case FitPolicy::Raise:
       if (needed > window)
-        throw UsageError(where + ": z-window [" + fmt(z_lo) + ", " + fmt(z_hi) + "] spans " + fmt(needed) + " but n_bins·resolution = " +
-                         fmt(window) + "; use fit degrade_resolution or collapse_bins, or raise n_bins/resolution");
+        throw UsageError(where + ": z-window [" + fmt(z_lo) + ", " + fmt(z_hi) + "] spans " + fmt(needed) +
+                         " but n_bins·resolution = " + fmt(window) +
+                         "; use fit degrade_resolution or collapse_bins, or raise n_bins/resolution");
       return w;
     case FitPolicy::DegradeResolution:
       while (needed > static_cast<double>(o.n_bins) * w.res) w.res *= 2;
@@ -114,7 +116,8 @@ inline double round_half_even(double x) noexcept {
   return x < k2p52 ? (x + k2p52) - k2p52 : x;
 }
 
-[[noreturn]] void cast_overflow(const std::string& path, std::uint64_t cell, std::uint32_t bin, double count, std::uint64_t max) {
+[[noreturn]] void cast_overflow(const std::string& path, std::uint64_t cell, std::uint32_t bin, double count,
+                                std::uint64_t max) {
   throw LimitError(path + ": cell " + std::to_string(cell) + " bin " + std::to_string(bin) + ": count " + fmt(count) +
                        " does not fit the tensor dtype (max " + std::to_string(max) + ")",
                    path, "tensor cast");
@@ -169,7 +172,8 @@ void compute_block(const BlockContext& ctx, const BlockView& block, bool inner_p
       if (!chunk.cells[r].empty()) populated.push_back({chunk.start - block.start + r, chunk.cells[r]});
   const auto for_cells = [&](const auto& fn) {
     if (inner_parallel) detail::parallel_for_each(o.threads, populated.size(), fn);
-    else for (std::size_t i = 0; i < populated.size(); ++i) fn(i);
+    else
+      for (std::size_t i = 0; i < populated.size(); ++i) fn(i);
   };
   for_cells([&](std::size_t i) {
     thread_local tdigest::Digest d;
@@ -194,7 +198,8 @@ void compute_block(const BlockContext& ctx, const BlockView& block, bool inner_p
     hi = std::max(hi, c.hi);
   }
   const std::string where = path + " block at cell " + std::to_string(block.start);
-  if (!std::isfinite(lo)) throw FormatError(where + ": no cell has finite quantiles; no z-window", path, "tensor window");
+  if (!std::isfinite(lo))
+    throw FormatError(where + ": no cell has finite quantiles; no z-window", path, "tensor window");
   const double z_lo = std::floor(lo), z_hi = std::ceil(hi);
   constexpr double kExact = 9007199254740992.0;  // 2^53
   if (std::fabs(z_lo) >= kExact || std::fabs(z_hi) >= kExact)
@@ -283,8 +288,9 @@ void set_block_id(const BlockContext& ctx, const BlockView& block, TensorBlock& 
     const std::uint64_t a = morton::clip(word, morton::order_of(word) - d);
     if (id && *id != a) {
       const std::string& path = ctx.field->payload().path();
-      throw FormatError(path + " block at cell " + std::to_string(block.start) + ": morton words under different order-" +
-                            std::to_string(morton::order_of(word) - d) + " ancestors: the cells axis is not nested",
+      throw FormatError(path + " block at cell " + std::to_string(block.start) +
+                            ": morton words under different order-" + std::to_string(morton::order_of(word) - d) +
+                            " ancestors: the cells axis is not nested",
                         path, "morton");
     }
     id = a;
@@ -297,21 +303,27 @@ void set_block_id(const BlockContext& ctx, const BlockView& block, TensorBlock& 
 
 void RaggedField::read_tensors(const TensorOptions& o, const std::function<void(TensorBlock&&)>& sink) const {
   if (o.n_bins < 1 || o.n_bins > (1u << 20)) throw UsageError("read_tensors: n_bins must be in 1..2^20");
-  if (!std::isfinite(o.resolution) || !(o.resolution > 0)) throw UsageError("read_tensors: resolution must be finite and > 0");
-  if (!(o.bottom >= 0 && o.bottom <= o.top && o.top <= 1)) throw UsageError("read_tensors: need 0 <= bottom <= top <= 1");
+  if (!std::isfinite(o.resolution) || !(o.resolution > 0))
+    throw UsageError("read_tensors: resolution must be finite and > 0");
+  if (!(o.bottom >= 0 && o.bottom <= o.top && o.top <= 1))
+    throw UsageError("read_tensors: need 0 <= bottom <= top <= 1");
   if (!payload_.element().is_tdigest())
-    throw UsageError(payload_.path() + ": read_tensors needs a t-digest element (float32 [-1, 2]), not " + payload_.element().dtype_name);
+    throw UsageError(payload_.path() + ": read_tensors needs a t-digest element (float32 [-1, 2]), not " +
+                     payload_.element().dtype_name);
   const int depth = detail::chunk_depth(payload_);
   const zarr::Array& morton = morton_array();
   if (o.subtree) {
     const auto info = morton::check(*o.subtree, "subtree", morton::Source::User);
-    if (info.point) throw UsageError("subtree: " + std::to_string(*o.subtree) + " is a point word; a subtree needs an area word");
+    if (info.point)
+      throw UsageError("subtree: " + std::to_string(*o.subtree) + " is a point word; a subtree needs an area word");
   }
   if (payload_.weights() == Weights::Flux && o.dtype != TensorDType::F32 && o.warn)
-    o.warn({"flux_integer_cast", payload_.path() + ": weights are flux; an integer tensor dtype discards the fractional counts"});
+    o.warn({"flux_integer_cast",
+            payload_.path() + ": weights are flux; an integer tensor dtype discards the fractional counts"});
 
   const auto stamp = hive::read_commit_stamp(*store_);
-  const bool occupancy_declared = stamp && stamp->coverage.present && stamp->coverage.encoding != hive::CoverageEnvelope::Encoding::BoxOnly;
+  const bool occupancy_declared =
+      stamp && stamp->coverage.present && stamp->coverage.encoding != hive::CoverageEnvelope::Encoding::BoxOnly;
   detail::MortonCache cache;
   std::optional<CellsAxis> axis;
   if (o.subtree || o.block_order || occupancy_declared) {
@@ -326,33 +338,37 @@ void RaggedField::read_tensors(const TensorOptions& o, const std::function<void(
     span = detail::subtree_span(*axis, *o.subtree);
     if (span->empty()) {
       if (o.warn)
-        o.warn({"subtree_disjoint", "subtree " + morton::to_decimal(*o.subtree) + " is disjoint from the cells axis of " + payload_.path()});
+        o.warn({"subtree_disjoint", "subtree " + morton::to_decimal(*o.subtree) +
+                                        " is disjoint from the cells axis of " + payload_.path()});
       return;
     }
     const std::uint64_t len = span->end - span->begin;
     if (len < axis->chunk_cells)
       throw UsageError(payload_.path() + ": subtree " + morton::to_decimal(*o.subtree) +
-                       " is smaller than one read chunk; read_tensors emits whole read chunks (use read_cell or the per-cell readers)");
+                       " is smaller than one read chunk; read_tensors emits whole read chunks (use read_cell or the "
+                       "per-cell readers)");
     floor_order = axis->cell_order - *morton::log4_exact(len);
   }
   int block_depth = depth;
   if (o.block_order) {
     const int b = *o.block_order;
     if (b < floor_order || b > axis->chunk_order)
-      throw UsageError(payload_.path() + ": block_order " + std::to_string(b) + " outside [" + std::to_string(floor_order) + ", " +
-                       std::to_string(axis->chunk_order) + "]");
+      throw UsageError(payload_.path() + ": block_order " + std::to_string(b) + " outside [" +
+                       std::to_string(floor_order) + ", " + std::to_string(axis->chunk_order) + "]");
     block_depth = axis->cell_order - b;
     if (payload_.size() % morton::pow4(block_depth) != 0)
-      throw UsageError(payload_.path() + ": block_order " + std::to_string(b) + ": the axis of " + std::to_string(payload_.size()) +
-                       " cells is not a whole number of order-" + std::to_string(b) + " blocks");
+      throw UsageError(payload_.path() + ": block_order " + std::to_string(b) + ": the axis of " +
+                       std::to_string(payload_.size()) + " cells is not a whole number of order-" + std::to_string(b) +
+                       " blocks");
   }
   const std::uint64_t block_cells = morton::pow4(block_depth);
   {
     const auto bytes = mul_u64(block_cells, o.n_bins);
     const auto total = bytes ? mul_u64(*bytes, item_size(o.dtype)) : std::nullopt;
     if (!total || *total > o.max_block_bytes)
-      throw LimitError(payload_.path() + ": a block of " + std::to_string(block_cells) + " cells × " + std::to_string(o.n_bins) +
-                           " bins needs " + (total ? std::to_string(*total) : std::string("more than 2^64")) +
+      throw LimitError(payload_.path() + ": a block of " + std::to_string(block_cells) + " cells × " +
+                           std::to_string(o.n_bins) + " bins needs " +
+                           (total ? std::to_string(*total) : std::string("more than 2^64")) +
                            " bytes, above max_block_bytes " + std::to_string(o.max_block_bytes),
                        payload_.path(), "read_tensors");
   }
@@ -409,15 +425,20 @@ void RaggedField::read_tensors(const TensorOptions& o, const std::function<void(
     current.reset();
   };
   const std::size_t cores = o.threads ? o.threads : static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
-  const std::size_t group = static_cast<std::size_t>(std::max<std::uint64_t>(2 * cores, kTensorBytesInFlight / block_bytes));
+  const std::size_t group =
+      static_cast<std::size_t>(std::max<std::uint64_t>(2 * cores, kTensorBytesInFlight / block_bytes));
   std::vector<TensorBlock> recycled;
   const auto emit = [&] {
-    const auto view = [&](std::size_t i) { return BlockView{complete[i].start, complete[i].morton, complete[i].chunks}; };
+    const auto view = [&](std::size_t i) {
+      return BlockView{complete[i].start, complete[i].morton, complete[i].chunks};
+    };
     for (std::size_t first = 0; first < complete.size(); first += group) {
       const std::size_t n = std::min(group, complete.size() - first);
       if (recycled.size() < n) recycled.resize(n);
       if (n == 1) compute_block(ctx, view(first), true, recycled[0]);
-      else detail::parallel_for_each(o.threads, n, [&](std::size_t i) { compute_block(ctx, view(first + i), false, recycled[i]); });
+      else
+        detail::parallel_for_each(o.threads, n,
+                                  [&](std::size_t i) { compute_block(ctx, view(first + i), false, recycled[i]); });
       for (std::size_t i = 0; i < n; ++i) {
         set_block_id(ctx, view(first + i), recycled[i]);
         sink(std::move(recycled[i]));

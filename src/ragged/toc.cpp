@@ -30,7 +30,8 @@ std::uint64_t to_internal(std::int64_t ns, std::uint64_t epoch, std::int64_t off
   // internal = ns + epoch + offset, refused outside [0, kTocMaxNs).
   const __int128 v = static_cast<__int128>(ns) + static_cast<__int128>(epoch) + offset_ns;
   if (v < 0 || v >= static_cast<__int128>(kTocMaxNs))
-    throw UsageError(std::string(what) + " instant " + std::to_string(ns) + " ns is outside the toc range [1850, ceiling)");
+    throw UsageError(std::string(what) + " instant " + std::to_string(ns) +
+                     " ns is outside the toc range [1850, ceiling)");
   return static_cast<std::uint64_t>(v);
 }
 
@@ -52,7 +53,8 @@ std::uint64_t encode_timestamp(std::uint64_t t) {
 }
 
 std::uint64_t encode_range(std::uint64_t start, std::uint64_t end) {
-  if (start > end) throw UsageError("toc: range start " + std::to_string(start) + " after its end " + std::to_string(end));
+  if (start > end)
+    throw UsageError("toc: range start " + std::to_string(start) + " after its end " + std::to_string(end));
   if (end >= kTocMaxNs) throw UsageError("toc: range end " + std::to_string(end) + " ns is at or above the ceiling");
   return ((start >> 31) << 32) | ((end >> 32) + 1);
 }
@@ -86,7 +88,8 @@ std::uint64_t from_unix_ns(std::int64_t unix_ns) {
   const std::int64_t secs = unix_ns >= 0 ? unix_ns / 1000000000 : -((-unix_ns + 999999999) / 1000000000);
   std::int64_t offset = 0;
   for (const LeapStep& s : kLeapSteps)
-    if (secs >= days_from_civil(s.year, s.month, 1) * 86400) offset = static_cast<std::int64_t>(s.tai_minus_utc - 19) * 1000000000;
+    if (secs >= days_from_civil(s.year, s.month, 1) * 86400)
+      offset = static_cast<std::int64_t>(s.tai_minus_utc - 19) * 1000000000;
   return to_internal(unix_ns, kUnixEpochNs, offset, "UTC");
 }
 

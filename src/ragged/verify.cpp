@@ -22,9 +22,9 @@ using morton::pow4;
 
 // What the later passes need from the chunk pass, per group.
 struct GroupFacts {
-  std::set<std::uint64_t> populated;               // cells with a stored payload (any ragged field)
-  std::map<std::uint64_t, std::uint64_t> words;    // morton: cell index → nonzero word
-  std::optional<std::uint64_t> axis_root;          // single-root axis: the root word
+  std::set<std::uint64_t> populated;             // cells with a stored payload (any ragged field)
+  std::map<std::uint64_t, std::uint64_t> words;  // morton: cell index → nonzero word
+  std::optional<std::uint64_t> axis_root;        // single-root axis: the root word
   int axis_depth = 0;
   bool has_morton = false;
 };
@@ -159,9 +159,8 @@ class Verifier {
               }
             }
             for (std::size_t c = 0; c < bound.size(); ++c) {
-              const std::uint64_t words = bound[c].exists() && bound[c].stored_chunk(inner)
-                                              ? bound[c].read_vlen_chunk(inner)[i].size() / 8
-                                              : 0;
+              const std::uint64_t words =
+                  bound[c].exists() && bound[c].stored_chunk(inner) ? bound[c].read_vlen_chunk(inner)[i].size() / 8 : 0;
               if (words != rows)
                 fail(companions[c]->path(), "alignment",
                      "cell " + std::to_string(index) + " holds " + std::to_string(words) + " words for " +
@@ -189,7 +188,8 @@ class Verifier {
       const bool flat = order >= 0 && order <= morton::kMaxOrder && length == 12 * pow4(order);
       const auto depth = morton::log4_exact(length);
       if (!flat && !depth) {
-        fail(path, "morton", "the cells axis length " + std::to_string(length) + " is neither 12·4^c nor a power of four");
+        fail(path, "morton",
+             "the cells axis length " + std::to_string(length) + " is neither 12·4^c nor a power of four");
         return;
       }
       if (depth) facts.axis_depth = *depth;
@@ -212,7 +212,8 @@ class Verifier {
     }
   }
 
-  void check_word(const std::string& path, GroupFacts& facts, std::uint64_t word, std::uint64_t index, int order, bool flat) {
+  void check_word(const std::string& path, GroupFacts& facts, std::uint64_t word, std::uint64_t index, int order,
+                  bool flat) {
     const std::string where = path + " cell " + std::to_string(index);
     const auto info = morton::inspect(word);
     if (!info || info->point) {
@@ -220,7 +221,8 @@ class Verifier {
       return;
     }
     if (order >= 0 && info->order != order) {
-      fail(path, "morton", where + ": order-" + std::to_string(info->order) + " word in the order-" + std::to_string(order) + " group");
+      fail(path, "morton",
+           where + ": order-" + std::to_string(info->order) + " word in the order-" + std::to_string(order) + " group");
       return;
     }
     facts.words[index] = word;
@@ -229,14 +231,16 @@ class Verifier {
       const std::uint64_t root = morton::clip(word, info->order - facts.axis_depth);
       if (!facts.axis_root) facts.axis_root = root;
       if (root != *facts.axis_root) {
-        fail(path, "morton", where + ": word " + morton::to_decimal(word) + " lies outside the axis root " +
-                                 morton::to_decimal(*facts.axis_root));
+        fail(path, "morton",
+             where + ": word " + morton::to_decimal(word) + " lies outside the axis root " +
+                 morton::to_decimal(*facts.axis_root));
         return;
       }
       expected -= morton::nested(root) * pow4(facts.axis_depth);
     }
     if (expected != index)
-      fail(path, "morton", where + ": word " + morton::to_decimal(word) + " belongs at index " + std::to_string(expected));
+      fail(path, "morton",
+           where + ": word " + morton::to_decimal(word) + " belongs at index " + std::to_string(expected));
   }
 
   // The stamp, and the coverage envelope against the data: the box covers every occupied cell,
@@ -273,12 +277,14 @@ class Verifier {
       if (!object) return;  // a missing sidecar degrades to box-only
       try {
         if (env.nbytes && *env.nbytes != object->size())
-          fail(*env.sidecar, "coverage", "nbytes " + std::to_string(*env.nbytes) + " but the object holds " +
-                                             std::to_string(object->size()) + " bytes");
+          fail(*env.sidecar, "coverage",
+               "nbytes " + std::to_string(*env.nbytes) + " but the object holds " + std::to_string(object->size()) +
+                   " bytes");
         const std::uint64_t raw = (pow4(depth) + 7) / 8;
         if (env.raw_nbytes && *env.raw_nbytes != raw)
-          fail(*env.sidecar, "coverage", "raw_nbytes " + std::to_string(*env.raw_nbytes) + " but depth " +
-                                             std::to_string(depth) + " needs " + std::to_string(raw));
+          fail(*env.sidecar, "coverage",
+               "raw_nbytes " + std::to_string(*env.raw_nbytes) + " but depth " + std::to_string(depth) + " needs " +
+                   std::to_string(raw));
         occupied_ranks = hive::decode_sidecar(*object, depth, *env.sidecar);
       } catch (const Error& e) {
         fail(*env.sidecar, "coverage", e.what());
@@ -315,12 +321,15 @@ class Verifier {
       node_paths.insert(node.path);
       if (node.is_array) array_prefixes.insert(node.path.empty() ? std::string() : node.path + "/");
     }
-    for (const std::string& key : undecodable) array_prefixes.insert(key.substr(0, key.size() - std::string("zarr.json").size()));
+    for (const std::string& key : undecodable)
+      array_prefixes.insert(key.substr(0, key.size() - std::string("zarr.json").size()));
     const auto under_array = [&](const std::string& key) {
-      return std::any_of(array_prefixes.begin(), array_prefixes.end(), [&](const std::string& p) { return key.starts_with(p); });
+      return std::any_of(array_prefixes.begin(), array_prefixes.end(),
+                         [&](const std::string& p) { return key.starts_with(p); });
     };
     for (const std::string& key : store_.list("")) {
-      if (key == "zarr.json" || (key.ends_with("/zarr.json") && node_paths.contains(key.substr(0, key.size() - 10)))) continue;
+      if (key == "zarr.json" || (key.ends_with("/zarr.json") && node_paths.contains(key.substr(0, key.size() - 10))))
+        continue;
       if (undecodable.contains(key) || under_array(key) || (stamp_sidecar_ && key == *stamp_sidecar_)) continue;
       fail(key, "metadata", "an object that belongs to no array or group of the store (is a zarr.json missing?)");
     }

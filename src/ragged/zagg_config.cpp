@@ -15,8 +15,9 @@ namespace {
 using codec::json::Json;
 
 // Keys zagg reads to run its cloud pipeline; they change nothing tessera writes.
-const std::set<std::string> kRunnerKeys = {"driver",   "reader",    "worker",    "index",      "streaming", "handoff",
-                                           "granule_workers", "levels", "read_plan", "base_level", "pyramid"};
+const std::set<std::string> kRunnerKeys = {"driver",    "reader",     "worker",          "index",
+                                           "streaming", "handoff",    "granule_workers", "levels",
+                                           "read_plan", "base_level", "pyramid"};
 
 class ConfigReader {
  public:
@@ -39,7 +40,9 @@ class ConfigReader {
     throw UsageError(name_ + ": " + key + ": " + message);
   }
 
-  static std::string join(const std::string& prefix, const std::string& key) { return prefix.empty() ? key : prefix + "." + key; }
+  static std::string join(const std::string& prefix, const std::string& key) {
+    return prefix.empty() ? key : prefix + "." + key;
+  }
 
   // Refuses keys outside `known` and the runner's own keys.
   void allow(const Json& object, const std::string& where, const std::set<std::string>& known) const {
@@ -60,9 +63,11 @@ class ConfigReader {
     }
     const Json& value = object.at(key);
     const bool ok = type == Json::value_t::number_float ? value.is_number() : value.type() == type;
-    if (!ok) fail(join(where, key), "expected " + std::string(type == Json::value_t::object ? "a mapping" :
-                                                          type == Json::value_t::array  ? "a list" :
-                                                          type == Json::value_t::string ? "a string" : "a number"));
+    if (!ok)
+      fail(join(where, key), "expected " + std::string(type == Json::value_t::object   ? "a mapping"
+                                                       : type == Json::value_t::array  ? "a list"
+                                                       : type == Json::value_t::string ? "a string"
+                                                                                       : "a number"));
     return value;
   }
 
@@ -89,9 +94,10 @@ class ConfigReader {
     if (ds.contains("quality_filter")) {
       const Json& q = member(ds, "quality_filter", where, true);
       allow(q, where + ".quality_filter", {"dataset", "value"});
-      config_.plan.filters.push_back({text(q, "dataset", where + ".quality_filter"), std::nullopt, RowFilter::Op::Eq,
-                                      member(q, "value", where + ".quality_filter", true, Json::value_t::number_float).get<double>(),
-                                      where + ".quality_filter"});
+      config_.plan.filters.push_back(
+          {text(q, "dataset", where + ".quality_filter"), std::nullopt, RowFilter::Op::Eq,
+           member(q, "value", where + ".quality_filter", true, Json::value_t::number_float).get<double>(),
+           where + ".quality_filter"});
     }
     if (ds.contains("filters")) {
       std::size_t i = 0;
@@ -126,7 +132,8 @@ class ConfigReader {
 
   void note_source(const std::string& source, const std::string& key) {
     if (!source_.empty() && source != source_)
-      fail(key, "aggregates '" + source + "', another variable than '" + source_ + "'; tessera aggregates one variable per build");
+      fail(key, "aggregates '" + source + "', another variable than '" + source_ +
+                    "'; tessera aggregates one variable per build");
     source_ = source;
   }
 
@@ -140,14 +147,16 @@ class ConfigReader {
     if (!name.ends_with("_" + suffix) || name.size() == suffix.size() + 1)
       fail(key, "tessera writes this statistic as PREFIX_" + suffix + " (e.g. h_" + suffix + "); rename the variable");
     const std::string prefix = name.substr(0, name.size() - suffix.size() - 1);
-    if (stats_prefix_ && *stats_prefix_ != prefix) fail(key, "prefix '" + prefix + "' differs from '" + *stats_prefix_ + "'");
+    if (stats_prefix_ && *stats_prefix_ != prefix)
+      fail(key, "prefix '" + prefix + "' differs from '" + *stats_prefix_ + "'");
     stats_prefix_ = prefix;
   }
 
   void read_aggregation(const Json& agg) {
     const std::string where = "aggregation";
     allow(agg, where, {"variables", "coordinates"});
-    static const std::regex sigma_expression(R"(1(\.0*)?\s*/\s*np\.sqrt\(\s*np\.sum\(\s*1(\.0*)?\s*/\s*(\w+)\s*\*\*\s*2\s*\)\s*\))");
+    static const std::regex sigma_expression(
+        R"(1(\.0*)?\s*/\s*np\.sqrt\(\s*np\.sum\(\s*1(\.0*)?\s*/\s*(\w+)\s*\*\*\s*2\s*\)\s*\))");
     static const std::regex inverse_variance(R"(1(\.0*)?\s*/\s*(\w+)\s*\*\*\s*2)");
     static const std::string kSupported =
         "len, min, max, mean, average (optionally weighted by 1.0 / s**2), var, quantile with q 0.25, 0.5 or 0.75, "
@@ -160,7 +169,8 @@ class ConfigReader {
       if (spec.contains("expression")) {
         const std::string expression = text(spec, "expression", key);
         if (!std::regex_match(expression, m, sigma_expression))
-          fail(key + ".expression", "'" + expression + "' is not an expression tessera implements (" + kSupported + ")");
+          fail(key + ".expression",
+               "'" + expression + "' is not an expression tessera implements (" + kSupported + ")");
         note_sigma(m[3].str(), key);
         note_stat(name, "sigma", key);
         continue;
@@ -190,9 +200,11 @@ class ConfigReader {
         if (any_tdigest) fail(key, "a second t-digest field; tessera builds one per store");
         any_tdigest = true;
         config_.field = name;
-        if (params.contains("delta")) config_.delta = member(params, "delta", key + ".params", true, Json::value_t::number_float).get<double>();
+        if (params.contains("delta"))
+          config_.delta = member(params, "delta", key + ".params", true, Json::value_t::number_float).get<double>();
         if (spec.contains("location")) {
-          if (spec.at("location") != "leaf_id") fail(key + ".location", "tessera writes point locations as 'leaf_id' only");
+          if (spec.at("location") != "leaf_id")
+            fail(key + ".location", "tessera writes point locations as 'leaf_id' only");
           config_.located = true;
         }
         if (spec.contains("temporal")) {
@@ -214,7 +226,8 @@ class ConfigReader {
 
   // A temporal field needs the times, and times need a temporal field.
   void check_times() const {
-    if (temporal_ && !config_.time_variable) fail(*temporal_ + ".temporal", "needs output.time_source naming the time variable");
+    if (temporal_ && !config_.time_variable)
+      fail(*temporal_ + ".temporal", "needs output.time_source naming the time variable");
     if (config_.time_variable && !temporal_)
       fail("output.time_source", "the t-digest field does not declare temporal: per-centroid");
   }
@@ -232,7 +245,8 @@ class ConfigReader {
       fail(key + ".indexing_scheme", "tessera indexes cells in the nested scheme only");
     const auto order = [&](const char* name) {
       const Json& v = member(grid, name, key, true, Json::value_t::number_float);
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 29) fail(key + "." + name, "expected an order 0…29");
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 29)
+        fail(key + "." + name, "expected an order 0…29");
       return static_cast<int>(v.get<std::int64_t>());
     };
     config_.shard_order = order("parent_order");
@@ -252,17 +266,21 @@ class ConfigReader {
     const std::string key = "output.time_source";
     allow(source, key, {"field", "epoch", "scale", "units"});
     const std::string field = text(source, "field", key);
-    if (source.contains("scale") && source.at("scale") != "gps") fail(key + ".scale", "tessera reads GPS-scale times only");
-    if (source.contains("units") && source.at("units") != "seconds") fail(key + ".units", "tessera reads times in seconds only");
+    if (source.contains("scale") && source.at("scale") != "gps")
+      fail(key + ".scale", "tessera reads GPS-scale times only");
+    if (source.contains("units") && source.at("units") != "seconds")
+      fail(key + ".units", "tessera reads times in seconds only");
     const std::string epoch = text(source, "epoch", key);
     // YYYY-MM-DDTHH:MM:SS on the GPS scale: seconds since the GPS epoch 1980-01-06T00:00:00.
     static const std::regex iso(R"((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2}))");
     std::smatch m;
     if (!std::regex_match(epoch, m, iso)) fail(key + ".epoch", "'" + epoch + "': expected YYYY-MM-DDTHH:MM:SS");
     const auto number = [&](int i) { return std::stoi(m[i].str()); };
-    const std::int64_t days = days_from_civil(number(1), static_cast<unsigned>(number(2)), static_cast<unsigned>(number(3))) -
-                              days_from_civil(1980, 1, 6);
-    config_.plan.time_epoch_gps_seconds = static_cast<double>(days * 86400 + number(4) * 3600 + number(5) * 60 + number(6));
+    const std::int64_t days =
+        days_from_civil(number(1), static_cast<unsigned>(number(2)), static_cast<unsigned>(number(3))) -
+        days_from_civil(1980, 1, 6);
+    config_.plan.time_epoch_gps_seconds =
+        static_cast<double>(days * 86400 + number(4) * 3600 + number(5) * 60 + number(6));
     config_.plan.time = dataset_of(field, key + ".field");
     config_.time_variable = field;
   }

@@ -38,8 +38,8 @@ std::string codec_tags_text() {
 
 Codec entry_codec(const ChunkEntry& entry) {
   if (const auto c = codec_of_tag(entry.codec)) return *c;
-  throw FormatError("unsupported codec " + std::to_string(entry.codec) + " (supported: " + codec_tags_text() + ")",
-                    "", "chunk index");
+  throw FormatError("unsupported codec " + std::to_string(entry.codec) + " (supported: " + codec_tags_text() + ")", "",
+                    "chunk index");
 }
 
 }  // namespace tessera::tet

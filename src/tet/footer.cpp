@@ -14,8 +14,8 @@
 namespace tessera::tet {
 namespace {
 
-using nlohmann::json;
 using codec::json::Json;
+using nlohmann::json;
 
 // Schema violations inside footer JSON; the caller adds the §1.8 prefix.
 struct SchemaError {
@@ -230,8 +230,7 @@ std::optional<MetadataRef> probe_metadata_ref(std::string_view text) noexcept {
 
 std::optional<std::string> check_limits(const std::vector<HistoryRow>& history, const Metadata& md) {
   using L = MetadataLimits;
-  if (history.size() > L::kHistoryRows)
-    return "history has " + std::to_string(history.size()) + " events (limit 4096)";
+  if (history.size() > L::kHistoryRows) return "history has " + std::to_string(history.size()) + " events (limit 4096)";
   for (std::size_t i = 0; i < history.size(); ++i) {
     const auto& r = history[i];
     const std::string where = "history[" + std::to_string(i) + "]";

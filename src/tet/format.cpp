@@ -43,8 +43,9 @@ void Superblock::encode_to(std::byte* out) const noexcept {
 Superblock Superblock::decode(std::span<const std::byte> b) {
   if (std::memcmp(b.data(), kSuperblockMagic, 4) != 0) {
     throw FormatError("bad magic: expected TETR, got [" + std::to_string(std::to_integer<int>(b[0])) + ", " +
-                          std::to_string(std::to_integer<int>(b[1])) + ", " + std::to_string(std::to_integer<int>(b[2])) +
-                          ", " + std::to_string(std::to_integer<int>(b[3])) + "]",
+                          std::to_string(std::to_integer<int>(b[1])) + ", " +
+                          std::to_string(std::to_integer<int>(b[2])) + ", " +
+                          std::to_string(std::to_integer<int>(b[3])) + "]",
                       {}, "superblock");
   }
   Superblock sb;
@@ -55,7 +56,6 @@ Superblock Superblock::decode(std::span<const std::byte> b) {
   sb.chunk_index_length = load_le<std::uint64_t>(b.data() + 24);
   return sb;
 }
-
 
 void DatasetRecord::append_to(std::vector<std::byte>& out) const {
   const std::size_t start = out.size();
@@ -84,8 +84,8 @@ ChunkIndexHeader ChunkIndexHeader::decode(std::span<const std::byte> b) {
   if (std::memcmp(b.data(), kIndexMagic, 4) != 0) {
     throw FormatError("bad chunk index magic: expected TIDX, got [" + std::to_string(std::to_integer<int>(b[0])) +
                           ", " + std::to_string(std::to_integer<int>(b[1])) + ", " +
-                          std::to_string(std::to_integer<int>(b[2])) + ", " + std::to_string(std::to_integer<int>(b[3])) +
-                          "]",
+                          std::to_string(std::to_integer<int>(b[2])) + ", " +
+                          std::to_string(std::to_integer<int>(b[3])) + "]",
                       {}, "chunk index");
   }
   ChunkIndexHeader h;

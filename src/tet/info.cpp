@@ -58,8 +58,7 @@ std::string InfoFilter::summary() const {
   return out;
 }
 
-InfoSections InfoSections::from_flags(bool all, bool layout, bool execution, bool datasets, bool chunks,
-                                      bool history) {
+InfoSections InfoSections::from_flags(bool all, bool layout, bool execution, bool datasets, bool chunks, bool history) {
   if (all) return {true, true, true, true, true};
   if (!(layout || execution || datasets || chunks || history)) return {};
   return {layout, execution, datasets, chunks, history};

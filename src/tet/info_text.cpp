@@ -113,7 +113,8 @@ std::string dataset_metadata_lines(const DatasetMetadata& md, bool verbose) {
       }
     } else {
       std::vector<std::string> parts;
-      for (const auto& [axis, labels] : md.coords) parts.push_back(axis + "(" + std::to_string(labels.size()) + " labels)");
+      for (const auto& [axis, labels] : md.coords)
+        parts.push_back(axis + "(" + std::to_string(labels.size()) + " labels)");
       out += indent + "coords: " + join(parts, ", ") + "\n";
     }
   }
@@ -177,9 +178,9 @@ std::string history_section(const std::vector<HistoryRow>& history) {
 
 std::string render_info_text(const InfoView& v, const InfoTextOptions& options) {
   std::string out = "file: " + v.path + "\n";
-  out += "size: " + std::to_string(v.file_len) + " bytes  layout_version: " +
-         std::to_string(v.superblock.layout_version) + "  datasets: " + std::to_string(v.total_datasets) +
-         "  chunks: " + std::to_string(v.total_chunks) + "\n";
+  out += "size: " + std::to_string(v.file_len) +
+         " bytes  layout_version: " + std::to_string(v.superblock.layout_version) +
+         "  datasets: " + std::to_string(v.total_datasets) + "  chunks: " + std::to_string(v.total_chunks) + "\n";
   if (v.filter) out += "filter: " + v.filter->summary() + "\n";
   const InfoSections& s = options.sections;
   if (s.layout) out += "\n" + layout_section(v.superblock);

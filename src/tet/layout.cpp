@@ -30,7 +30,8 @@ std::vector<DatasetRecord> parse_directory(const io::ByteSource& src, std::uint3
   std::uint64_t cur = 0;  // offset inside the blob
   auto need = [&](std::uint64_t n) {
     const auto end = add_u64(cur, n);
-    if (!end || *end > blob_len) fail(src, "dataset directory", catalog_too_short(end ? 40 + *end : UINT64_MAX, blob_end));
+    if (!end || *end > blob_len)
+      fail(src, "dataset directory", catalog_too_short(end ? 40 + *end : UINT64_MAX, blob_end));
   };
   for (std::uint32_t i = 0; i < count; ++i) {
     need(16);
@@ -46,7 +47,8 @@ std::vector<DatasetRecord> parse_directory(const io::ByteSource& src, std::uint3
     const std::uint64_t padded = align8(16 + std::uint64_t{name_len});
     need(padded - (cur - record_start));
     cur = record_start + padded;
-    if (ndim < 1 || ndim > kMaxRank) fail(src, "dataset directory", "ndim " + std::to_string(ndim) + " out of range (max 8)");
+    if (ndim < 1 || ndim > kMaxRank)
+      fail(src, "dataset directory", "ndim " + std::to_string(ndim) + " out of range (max 8)");
     need(16 * std::uint64_t{ndim});
     rec.shape.resize(ndim);
     rec.chunk_shape.resize(ndim);
@@ -74,7 +76,8 @@ TailInfo read_tail(const io::ByteSource& src) {
   std::byte tail[FooterTail::kSize];
   if (len < FooterTail::kSize) fail(src, "history footer", "superblock history flag set but footer missing");
   src.read_at(len - FooterTail::kSize, tail);
-  if (std::memcmp(tail + 12, "THST", 4) != 0) fail(src, "history footer", "superblock history flag set but footer missing");
+  if (std::memcmp(tail + 12, "THST", 4) != 0)
+    fail(src, "history footer", "superblock history flag set but footer missing");
   const std::uint32_t version = load_le<std::uint32_t>(tail + 8);
   if (version != 1) fail(src, "history footer", "unsupported history footer version " + std::to_string(version));
   const std::uint64_t json_len = load_le<std::uint64_t>(tail);
@@ -172,8 +175,8 @@ Layout parse_layout(const io::ByteSource& src, bool read_footer) {
     const auto region_len = entries_len ? add_u64(*entries_len, ChunkIndexHeader::kSize) : std::nullopt;
     if (!region_len || *region_len != sb.chunk_index_length)
       fail(src, "chunk index",
-           "chunk index entry count " + std::to_string(L.index_header.entry_count) +
-               " does not fit in region length " + std::to_string(sb.chunk_index_length));
+           "chunk index entry count " + std::to_string(L.index_header.entry_count) + " does not fit in region length " +
+               std::to_string(sb.chunk_index_length));
   }
 
   // S12: locate the footer to find the payload region end.
@@ -196,7 +199,8 @@ Layout parse_layout(const io::ByteSource& src, bool read_footer) {
     for (std::uint64_t i = 0; i < count; ++i) {
       ChunkEntry e = ChunkEntry::decode(std::span(raw).subspan(i * ChunkEntry::kSize, ChunkEntry::kSize));
       if (!codec_of_tag(e.codec))
-        fail(src, "chunk index", "unsupported codec " + std::to_string(e.codec) + " (supported: " + codec_tags_text() + ")");
+        fail(src, "chunk index",
+             "unsupported codec " + std::to_string(e.codec) + " (supported: " + codec_tags_text() + ")");
       if (e.codec == static_cast<std::uint32_t>(Codec::Raw) && e.raw_byte_len != e.stored_byte_len)
         fail(src, "chunk index",
              "raw/stored length mismatch for codec=0: raw=" + std::to_string(e.raw_byte_len) +
@@ -226,8 +230,8 @@ Layout parse_layout(const io::ByteSource& src, bool read_footer) {
       const auto end = add_u64(ref.offset, ref.len);
       if (!end || *end > len) fail(src, "history footer", "history footer metadata_ref out of bounds");
       if (ref.len > MetadataLimits::kSpillBytes)
-        fail(src, "history footer", "history footer metadata exceeds limits: spill of " + std::to_string(ref.len) +
-                                        " bytes (limit 16777216)");
+        fail(src, "history footer",
+             "history footer metadata exceeds limits: spill of " + std::to_string(ref.len) + " bytes (limit 16777216)");
       std::string spill(checked_size(ref.len), '\0');
       src.read_at(ref.offset, std::as_writable_bytes(std::span(spill)));
       try {

@@ -23,7 +23,8 @@ std::uint64_t write_npy(const TetFile& file, const Dataset& ds, const Box& box, 
 
   // Slabs follow chunk rows along axis 0 so each chunk is decoded once when a chunk row's
   // output fits the window; larger chunk rows are split (their chunks then decode once per part).
-  const std::uint64_t rows_per_window = std::max<std::uint64_t>(1, options.window_bytes / std::max<std::uint64_t>(row_bytes, 1));
+  const std::uint64_t rows_per_window =
+      std::max<std::uint64_t>(1, options.window_bytes / std::max<std::uint64_t>(row_bytes, 1));
   const AxisRange axis0 = box[0];
   const std::uint64_t cs0 = ds.chunk_shape[0];
   std::vector<std::byte> buffer;

@@ -55,8 +55,8 @@ image::Quicklook render_quicklook(const TetFile& file, const Dataset& dataset, c
   }
   if (count == 0) throw UsageError("the selection of " + describe_box(dataset, box) + " is empty");
   if (kept.size() > 2)
-    throw UsageError("a PNG shows two axes, and " + describe_box(dataset, box) + " keeps " + std::to_string(kept.size()) +
-                     "; select one index on the others, e.g. {\"start\":0,\"stop\":1}");
+    throw UsageError("a PNG shows two axes, and " + describe_box(dataset, box) + " keeps " +
+                     std::to_string(kept.size()) + "; select one index on the others, e.g. {\"start\":0,\"stop\":1}");
   if (count > kQuicklookMaxValues)
     throw LimitError("a PNG of " + describe_box(dataset, box) + " would read " + std::to_string(count) +
                      " values, more than 2^26; add a step to the selection");

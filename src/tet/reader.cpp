@@ -257,7 +257,8 @@ constexpr std::size_t kZstdFrameHeaderMax = 18;
 // The stored bytes of a chunk: a view into memory-resident sources, else a per-thread copy
 // (valid until the next call on the same thread).
 std::span<const std::byte> stored_payload(const io::ByteSource& source, const ChunkEntry& e) {
-  if (const std::byte* p = source.view(e.payload_offset, e.stored_byte_len)) return {p, checked_size(e.stored_byte_len)};
+  if (const std::byte* p = source.view(e.payload_offset, e.stored_byte_len))
+    return {p, checked_size(e.stored_byte_len)};
   thread_local std::vector<std::byte> staging;
   staging.resize(checked_size(e.stored_byte_len));
   source.read_at(e.payload_offset, staging);
@@ -380,7 +381,7 @@ struct AxisCopy {
   std::uint64_t tile_first = 0;  // first selected tile-local index
   std::uint64_t count = 0;       // selected indices in this tile
   std::uint64_t step = 1;
-  std::uint64_t out_first = 0;   // output index of the first selected one
+  std::uint64_t out_first = 0;  // output index of the first selected one
 };
 
 template <typename T>

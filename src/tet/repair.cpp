@@ -98,8 +98,7 @@ RepairReport repair_file(const std::string& path, const RepairOptions& options) 
     if (is_repairable_code(code) && !planned)
       report.actions.push_back(
           {code, false, options.dry_run, "not recommended by verify for this file; nothing to repair"});
-    else
-      report.actions.push_back(apply_code(path, code, options.dry_run));
+    else report.actions.push_back(apply_code(path, code, options.dry_run));
   }
   if (!options.dry_run) report.verify_after_ok = verify_ok(path);
   return report;
@@ -120,7 +119,8 @@ std::string render_plan_text(const RepairPlan& plan) {
     return out;
   }
   for (const auto& a : plan.actions)
-    out += std::string("  [") + (a.repairable ? "repairable" : "manual") + "] " + a.code + " \u2014 " + a.summary + "\n";
+    out +=
+        std::string("  [") + (a.repairable ? "repairable" : "manual") + "] " + a.code + " \u2014 " + a.summary + "\n";
   out += "\nUse: " + std::string(kTetCommand) + " repair <path> --apply <code>\n";
   return out;
 }

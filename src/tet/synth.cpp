@@ -72,8 +72,7 @@ DatasetSpec parse_synth_spec(std::string_view text) {
     return UsageError("invalid dataset spec \"" + std::string(text) + "\": " + detail);
   };
   const auto parts = split(text, ':');
-  if (parts.size() < 4 || parts.size() > 6)
-    throw fail("expected NAME:DTYPE:SHAPE:CHUNKS[:CODEC[:LEVEL]]");
+  if (parts.size() < 4 || parts.size() > 6) throw fail("expected NAME:DTYPE:SHAPE:CHUNKS[:CODEC[:LEVEL]]");
   DatasetSpec spec;
   spec.name = std::string(parts[0]);
   if (spec.name.empty()) throw fail("empty name");
@@ -86,7 +85,8 @@ DatasetSpec parse_synth_spec(std::string_view text) {
     } catch (const UnsupportedError&) {
     }
   }
-  if (!tagged) throw fail("unknown dtype `" + std::string(parts[1]) + "` (one of f32 f64 i32 i64 u8 u16 i16 u32 f16 u64)");
+  if (!tagged)
+    throw fail("unknown dtype `" + std::string(parts[1]) + "` (one of f32 f64 i32 i64 u8 u16 i16 u32 f16 u64)");
   spec.dtype = *dtype;
   auto dims = [&](std::string_view field, const char* what) {
     std::vector<std::uint64_t> out;
@@ -110,7 +110,8 @@ DatasetSpec parse_synth_spec(std::string_view text) {
   }
   if (parts.size() == 6) {
     if (spec.codec != Codec::Zstd) throw fail("LEVEL applies to the zstd codec only");
-    if (!parse_integer(parts[5], spec.zstd_level)) throw fail("LEVEL `" + std::string(parts[5]) + "` is not an integer");
+    if (!parse_integer(parts[5], spec.zstd_level))
+      throw fail("LEVEL `" + std::string(parts[5]) + "` is not an integer");
   }
   validate_dataset_spec(spec);
   return spec;

@@ -88,11 +88,10 @@ std::optional<Finding> duplicate_offset_finding(const std::vector<ChunkEntry>& e
     const ChunkEntry& b = entries[by_offset[k + 1]];
     // Parse checked every span against the file, so the sum cannot wrap.
     if (a.payload_offset + a.stored_byte_len > b.payload_offset)
-      return error_finding("payload_offsets", "chunk " + std::to_string(by_offset[k]) + " payload [" +
-                                                  std::to_string(a.payload_offset) + ", " +
-                                                  std::to_string(a.payload_offset + a.stored_byte_len) +
-                                                  ") overlaps chunk " + std::to_string(by_offset[k + 1]) + " at " +
-                                                  std::to_string(b.payload_offset));
+      return error_finding("payload_offsets",
+                           "chunk " + std::to_string(by_offset[k]) + " payload [" + std::to_string(a.payload_offset) +
+                               ", " + std::to_string(a.payload_offset + a.stored_byte_len) + ") overlaps chunk " +
+                               std::to_string(by_offset[k + 1]) + " at " + std::to_string(b.payload_offset));
   }
   return std::nullopt;
 }
@@ -160,10 +159,10 @@ bool decode_findings(const io::ByteSource& src, const Layout& L, const VerifyOpt
   const bool deep = options.deep_decode || n <= kQuickDecodeChunks;
   const std::uint64_t checked = deep ? n : kQuickDecodeChunks;
   if (!deep)
-    findings.push_back(warning_finding(
-        "chunk_decode_skipped", "decode-check skipped for chunks " + std::to_string(kQuickDecodeChunks) + ".." +
-                                    std::to_string(n) + " (limit " + std::to_string(kQuickDecodeChunks) +
-                                    "); re-run with --deep or VerifyOptions::deep_decode"));
+    findings.push_back(warning_finding("chunk_decode_skipped",
+                                       "decode-check skipped for chunks " + std::to_string(kQuickDecodeChunks) + ".." +
+                                           std::to_string(n) + " (limit " + std::to_string(kQuickDecodeChunks) +
+                                           "); re-run with --deep or VerifyOptions::deep_decode"));
   bool failed = false;
   for (auto& error : decode_errors(src, L.entries, checked, options.threads)) {
     if (!error) continue;
@@ -171,9 +170,9 @@ bool decode_findings(const io::ByteSource& src, const Layout& L, const VerifyOpt
     failed = true;
   }
   if (!failed)
-    findings.push_back(ok_finding("chunk_decode", deep ? "decoded " + std::to_string(n) + " chunk(s)"
-                                                       : "decoded " + std::to_string(checked) + " of " +
-                                                             std::to_string(n) + " chunk(s)"));
+    findings.push_back(ok_finding(
+        "chunk_decode", deep ? "decoded " + std::to_string(n) + " chunk(s)"
+                             : "decoded " + std::to_string(checked) + " of " + std::to_string(n) + " chunk(s)"));
   return deep;
 }
 
@@ -185,12 +184,13 @@ std::optional<Recommendation> recommendation_for(const Finding& f) {
     return Recommendation{"footer_invalid", "History/metadata footer is present but malformed.",
                           FixHint{"Strip the invalid footer (truncate after chunk payloads).", std::nullopt}};
   if (f.check == "parse" || f.check == "superblock" || f.check == "dataset_directory" || f.check == "chunk_index")
-    return Recommendation{"invalid_layout", "File layout is invalid or truncated; it cannot be read reliably.",
-                          FixHint{"Re-create the `.tet` from the source array (convert or writer session).",
-                                  convert_command()}};
+    return Recommendation{
+        "invalid_layout", "File layout is invalid or truncated; it cannot be read reliably.",
+        FixHint{"Re-create the `.tet` from the source array (convert or writer session).", convert_command()}};
   if (f.check == "chunk_payloads")
-    return Recommendation{"payload_out_of_bounds", "A chunk index entry points outside the file payload region.",
-                          FixHint{"Restore from backup or re-export; do not append to a truncated file.", std::nullopt}};
+    return Recommendation{
+        "payload_out_of_bounds", "A chunk index entry points outside the file payload region.",
+        FixHint{"Restore from backup or re-export; do not append to a truncated file.", std::nullopt}};
   if (f.check == "chunk_dataset_ids")
     return Recommendation{"bad_dataset_id", "Chunk index references a non-existent dataset id.",
                           FixHint{"Re-write the file; the catalog index is internally inconsistent.", std::nullopt}};
@@ -218,8 +218,8 @@ bool is_repairable_code(std::string_view code) noexcept { return code == "footer
 
 namespace {
 // Every code recommendation_for can produce.
-constexpr std::string_view kRecommendationCodes[] = {"footer_invalid",  "invalid_layout",      "payload_out_of_bounds",
-                                                     "bad_dataset_id",  "chunk_decode_failed", "dataset_count_mismatch"};
+constexpr std::string_view kRecommendationCodes[] = {"footer_invalid", "invalid_layout",      "payload_out_of_bounds",
+                                                     "bad_dataset_id", "chunk_decode_failed", "dataset_count_mismatch"};
 }  // namespace
 
 bool is_recommendation_code(std::string_view code) noexcept {
@@ -294,9 +294,9 @@ VerifyReport verify(const io::ByteSource& src, const VerifyOptions& options) {
   const bool deep = decode_findings(src, L, options, findings);
 
   if (L.superblock.dataset_count != L.datasets.size()) {
-    findings.push_back(error_finding("dataset_count", "superblock dataset_count=" +
-                                                          std::to_string(L.superblock.dataset_count) + " but parsed " +
-                                                          std::to_string(L.datasets.size()) + " records"));
+    findings.push_back(
+        error_finding("dataset_count", "superblock dataset_count=" + std::to_string(L.superblock.dataset_count) +
+                                           " but parsed " + std::to_string(L.datasets.size()) + " records"));
     return finish(std::move(report));
   }
   findings.push_back(ok_finding("dataset_count"));

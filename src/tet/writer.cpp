@@ -53,12 +53,12 @@ struct TetWriter::State {
   std::optional<tbb::task_arena> arena;
 
   std::vector<DatasetPlan> datasets;
-  std::uint32_t carried_count = 0;   // leading datasets copied from an existing file
+  std::uint32_t carried_count = 0;  // leading datasets copied from an existing file
   const TetFile* carried = nullptr;
-  std::uint64_t entry_count = 0;     // index entries of the finished file
-  std::vector<ChunkEntry> entries;   // in index order, as written
+  std::uint64_t entry_count = 0;    // index entries of the finished file
+  std::vector<ChunkEntry> entries;  // in index order, as written
   Superblock superblock;
-  std::uint32_t cursor = 0;          // the dataset whose data is due
+  std::uint32_t cursor = 0;  // the dataset whose data is due
   Phase phase = Phase::Declaring;
   std::uint64_t file_size = 0;
 
@@ -95,7 +95,8 @@ struct TetWriter::State {
 
   void require_open(const char* call) const {
     if (phase == Phase::Committed) throw UsageError(std::string(call) + ": the writer is already committed");
-    if (phase == Phase::Failed) throw UsageError(std::string(call) + ": an earlier write failed; the file is abandoned");
+    if (phase == Phase::Failed)
+      throw UsageError(std::string(call) + ": an earlier write failed; the file is abandoned");
   }
 
   std::string prefix(std::uint32_t id) const { return dataset_label(id, datasets[id].record.name) + ": "; }
@@ -111,8 +112,8 @@ struct TetWriter::State {
       throw UsageError(prefix(id) + "all " + std::to_string(datasets[id].rows()) + " chunk rows are already written");
     if (id > cursor)
       throw UsageError(prefix(id) + "data is written in dataset order; " + prefix(cursor) +
-                       std::to_string(datasets[cursor].rows_written) + " of " + std::to_string(datasets[cursor].rows()) +
-                       " chunk rows written");
+                       std::to_string(datasets[cursor].rows_written) + " of " +
+                       std::to_string(datasets[cursor].rows()) + " chunk rows written");
     return datasets[id];
   }
 
@@ -169,7 +170,7 @@ void TetWriter::State::begin() {
   store_le<std::uint64_t>(head.data() + Superblock::kSize, blob_len);
   superblock.chunk_index_offset = align8(head.size());
   superblock.chunk_index_length = ChunkIndexHeader::kSize + entry_count * ChunkEntry::kSize;  // checked in add_dataset
-  head.resize(superblock.chunk_index_offset, std::byte{0});  // padding up to the index
+  head.resize(superblock.chunk_index_offset, std::byte{0});                                   // padding up to the index
   superblock.encode_to(head.data());  // flags are final only at commit; rewritten there
   sink->write(head);
   write_zeros(*sink, superblock.chunk_index_length);
@@ -248,7 +249,8 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
       }
       const std::uint64_t base = sink->position();
       sink->write(out);
-      for (std::uint64_t t = 0; t < p.row_tiles; ++t) record(tile_at(t), base + offsets[t], offsets[t + 1] - offsets[t]);
+      for (std::uint64_t t = 0; t < p.row_tiles; ++t)
+        record(tile_at(t), base + offsets[t], offsets[t + 1] - offsets[t]);
       break;
     }
     case Codec::Zstd: {
@@ -264,7 +266,8 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
         const detail::RowTile tile = tile_at(t);
         thread_local std::vector<std::byte> scratch;
         scratch.resize(checked_size(tile.bytes));
-        detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd}, {tile.extent.data(), nd}, es, scratch.data());
+        detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd}, {tile.extent.data(), nd}, es,
+                            scratch.data());
         codec::zstd_compress_append(scratch, out, zopts);
       });
       for (std::uint64_t t = 0; t < p.row_tiles; ++t) {
@@ -372,8 +375,8 @@ std::uint32_t TetWriter::add_dataset(const DatasetSpec& spec) {
   validate_dataset_spec(spec);
   for (std::uint32_t id = 0; id < s.datasets.size(); ++id)
     if (s.datasets[id].record.name == spec.name)
-      throw UsageError(spec_prefix(spec.name) + "duplicate dataset name (already dataset " + std::to_string(id) + ")", {},
-                       "dataset directory");
+      throw UsageError(spec_prefix(spec.name) + "duplicate dataset name (already dataset " + std::to_string(id) + ")",
+                       {}, "dataset directory");
   if (s.datasets.size() >= UINT32_MAX) throw LimitError("too many datasets for a u32 dataset_count");
   DatasetRecord record;
   record.name = spec.name;
@@ -399,9 +402,9 @@ void TetWriter::write_chunk_row(std::uint32_t id, std::uint64_t row, std::span<c
   s.require_row_boundary(id, "write_chunk_row");
   if (row != p.rows_written)
     throw UsageError(s.prefix(id) + (row >= p.rows() ? "chunk row " + std::to_string(row) + " is outside the grid (" +
-                                                          std::to_string(p.rows()) + " rows)"
-                                                    : "expected chunk row " + std::to_string(p.rows_written) +
-                                                          ", got " + std::to_string(row)));
+                                                           std::to_string(p.rows()) + " rows)"
+                                                     : "expected chunk row " + std::to_string(p.rows_written) +
+                                                           ", got " + std::to_string(row)));
   if (slab.size() != p.row_bytes(row))
     throw UsageError(s.prefix(id) + "chunk row " + std::to_string(row) + " needs " + std::to_string(p.row_bytes(row)) +
                      " bytes, got " + std::to_string(slab.size()));

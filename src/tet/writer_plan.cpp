@@ -74,8 +74,9 @@ DatasetPlan make_plan(const DatasetRecord& record, DType dtype, std::uint32_t id
   return p;
 }
 
-void gather_tile(const std::byte* slab, std::span<const std::uint64_t> slab_shape, std::span<const std::uint64_t> origin,
-                 std::span<const std::uint64_t> extent, std::size_t es, std::byte* out) {
+void gather_tile(const std::byte* slab, std::span<const std::uint64_t> slab_shape,
+                 std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent, std::size_t es,
+                 std::byte* out) {
   const std::size_t nd = slab_shape.size();
   std::array<std::uint64_t, kMaxRank> stride{}, idx{};
   stride[nd - 1] = 1;
@@ -114,9 +115,9 @@ void validate_dataset_spec(const DatasetSpec& spec) {
                      {}, "dataset directory");
   for (std::size_t d = 0; d < nd; ++d)
     if (spec.shape[d] == 0 || spec.chunk_shape[d] == 0)
-      throw UsageError(prefix + "zero extent in shape " + bracketed(spec.shape) + " or chunk_shape " +
-                           bracketed(spec.chunk_shape),
-                       {}, "dataset directory");
+      throw UsageError(
+          prefix + "zero extent in shape " + bracketed(spec.shape) + " or chunk_shape " + bracketed(spec.chunk_shape),
+          {}, "dataset directory");
   try {
     (void)tag_from_dtype(spec.dtype);
   } catch (const UnsupportedError& e) {

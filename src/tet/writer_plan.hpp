@@ -51,8 +51,9 @@ DatasetPlan make_plan(const DatasetRecord& record, DType dtype, std::uint32_t id
 
 // Copies one tile out of a chunk-row slab (shape `slab_shape`) into `out`, row-major over the
 // tile's clipped `extent`; `origin` is the tile's first element inside the slab.
-void gather_tile(const std::byte* slab, std::span<const std::uint64_t> slab_shape, std::span<const std::uint64_t> origin,
-                 std::span<const std::uint64_t> extent, std::size_t element_size, std::byte* out);
+void gather_tile(const std::byte* slab, std::span<const std::uint64_t> slab_shape,
+                 std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent, std::size_t element_size,
+                 std::byte* out);
 
 // `dataset "name": ` — how validation messages name a dataset that has no id yet.
 std::string spec_prefix(std::string_view name);

@@ -19,10 +19,10 @@ namespace {
 using codec::json::Json;
 
 constexpr std::array<std::string_view, kQueryOpCount> kOpKeys = {
-    "sum",     "mean",      "min",       "max",        "var",         "std",      "product",
-    "norm_l1", "norm_l2",   "count",     "all_finite", "any_nan",     "any_inf",  "arg_min",
-    "arg_max", "median",    "quantile",  "histogram",  "nan_count",   "inf_count", "null_count",
-    "covariance", "correlation", "nan_mean", "nan_std", "transform"};
+    "sum",        "mean",        "min",      "max",        "var",       "std",       "product",
+    "norm_l1",    "norm_l2",     "count",    "all_finite", "any_nan",   "any_inf",   "arg_min",
+    "arg_max",    "median",      "quantile", "histogram",  "nan_count", "inf_count", "null_count",
+    "covariance", "correlation", "nan_mean", "nan_std",    "transform"};
 
 constexpr std::array<std::string_view, 6> kReservedKeys = {"layout_version", "dataset", "selection",
                                                            "spill",          "write",   "execution"};
@@ -114,8 +114,7 @@ std::vector<std::string> axis_spec(const Json& v) {
 }
 
 const Json& parametric_object(std::string_view op, const Json& v) {
-  if (!v.is_object())
-    fail("`" + std::string(op) + "` must be a JSON object (e.g. { \"q\": 0.95, \"axis\": 0 })");
+  if (!v.is_object()) fail("`" + std::string(op) + "` must be a JSON object (e.g. { \"q\": 0.95, \"axis\": 0 })");
   return v;
 }
 
@@ -195,9 +194,7 @@ QueryOperation parse_operation(QueryOp op, const Json& v) {
     case QueryOp::Covariance:
     case QueryOp::Correlation:
     case QueryOp::NanMean:
-    case QueryOp::NanStd:
-      out.axes = axis_spec(v);
-      break;
+    case QueryOp::NanStd: out.axes = axis_spec(v); break;
   }
   return out;
 }
@@ -206,23 +203,20 @@ void validate_operation(const QueryOperation& op) {
   if (op.axes.size() > 8) fail("operation has " + std::to_string(op.axes.size()) + " axes; maximum is 8");
   switch (op.op) {
     case QueryOp::Quantile:
-      if (!(op.q >= 0.0 && op.q <= 1.0))
-        fail("quantile q must be in [0.0, 1.0], got " + codec::json::format_f64(op.q));
+      if (!(op.q >= 0.0 && op.q <= 1.0)) fail("quantile q must be in [0.0, 1.0], got " + codec::json::format_f64(op.q));
       break;
     case QueryOp::Histogram:
       if (op.bins == 0) fail("histogram bins must be >= 1");
       if (op.bins > 4096) fail("histogram bins exceeds maximum 4096 (got " + std::to_string(op.bins) + ")");
-      if (op.min.has_value() != op.max.has_value())
-        fail("histogram requires both `min` and `max` when either is set");
+      if (op.min.has_value() != op.max.has_value()) fail("histogram requires both `min` and `max` when either is set");
       if (op.min && (!std::isfinite(*op.min) || !std::isfinite(*op.max))) fail("histogram min/max must be finite");
       if (op.min && *op.min >= *op.max)
-        fail("histogram min must be < max (got " + codec::json::format_f64(*op.min) + " >= " +
-             codec::json::format_f64(*op.max) + ")");
+        fail("histogram min must be < max (got " + codec::json::format_f64(*op.min) +
+             " >= " + codec::json::format_f64(*op.max) + ")");
       break;
     case QueryOp::Covariance:
     case QueryOp::Correlation:
-      if (op.axes.size() != 1)
-        fail("covariance/correlation require exactly one observation axis (e.g. `\"axis\": 0`)");
+      if (op.axes.size() != 1) fail("covariance/correlation require exactly one observation axis (e.g. `\"axis\": 0`)");
       break;
     case QueryOp::Sum:
     case QueryOp::Mean:
@@ -245,8 +239,7 @@ void validate_operation(const QueryOperation& op) {
     case QueryOp::NullCount:
     case QueryOp::NanMean:
     case QueryOp::NanStd:
-    case QueryOp::Transform:
-      break;
+    case QueryOp::Transform: break;
   }
 }
 
@@ -293,7 +286,8 @@ WriteSpec parse_write(const Json& v) {
   }
   if (w.path && w.target != WriteTarget::Spill && w.target != WriteTarget::Sidecar)
     fail("`write.path` is only valid with `spill` or `sidecar` targets");
-  if (w.timestamp && w.target != WriteTarget::Sidecar) fail("`write.timestamp` is only valid with the `sidecar` target");
+  if (w.timestamp && w.target != WriteTarget::Sidecar)
+    fail("`write.timestamp` is only valid with the `sidecar` target");
   return w;
 }
 
@@ -418,13 +412,13 @@ std::optional<QueryOp> query_op_from_key(std::string_view key) noexcept {
 }
 
 bool is_materializing_op(QueryOp op) noexcept {
-  return op == QueryOp::Median || op == QueryOp::Quantile || op == QueryOp::Histogram ||
-         op == QueryOp::Covariance || op == QueryOp::Correlation;
+  return op == QueryOp::Median || op == QueryOp::Quantile || op == QueryOp::Histogram || op == QueryOp::Covariance ||
+         op == QueryOp::Correlation;
 }
 
 std::string_view transform_method_name(TransformMethod m) noexcept {
   static constexpr std::array<std::string_view, 9> kNames = {"zscore", "minmax", "l1",   "l2",     "center",
-                                                            "scale",  "log1p",  "sqrt", "softmax"};
+                                                             "scale",  "log1p",  "sqrt", "softmax"};
   return kNames[static_cast<std::size_t>(m)];
 }
 
@@ -478,17 +472,15 @@ std::string normalize_device(std::string_view token) {
   std::string t(token);
   for (char& c : t)
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  if (t == "cpu" || t == "auto" || t == "metal" || t == "cuda" || t == "rocm" || t == "cuda:multi" ||
-      t == "rocm:multi")
+  if (t == "cpu" || t == "auto" || t == "metal" || t == "cuda" || t == "rocm" || t == "cuda:multi" || t == "rocm:multi")
     return t;
   for (const std::string prefix : {"cuda:", "rocm:"}) {
     if (t.rfind(prefix, 0) != 0) continue;
     const std::string n = t.substr(prefix.size());
-    const bool digits = !n.empty() && n.size() <= 9 &&
-                        std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits =
+        !n.empty() && n.size() <= 9 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits)
-      fail("invalid device `" + std::string(token) + "` (expected " + prefix.substr(0, 4) +
-           ":N with non-negative N)");
+      fail("invalid device `" + std::string(token) + "` (expected " + prefix.substr(0, 4) + ":N with non-negative N)");
     return prefix + std::to_string(std::stoul(n));
   }
   fail("unknown device `" + std::string(token) +
@@ -539,9 +531,7 @@ Json operation_echo(const QueryOperation& op) {
     case QueryOp::Covariance:
     case QueryOp::Correlation:
     case QueryOp::NanMean:
-    case QueryOp::NanStd:
-      body["axes"] = axes;
-      break;
+    case QueryOp::NanStd: body["axes"] = axes; break;
   }
   Json out = Json::object();
   out[std::string(query_op_key(op.op))] = body;

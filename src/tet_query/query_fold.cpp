@@ -130,7 +130,8 @@ Json f64_array(const std::vector<double>& v) {
 
 StatCells fold_stats(const Plan& plan, const Reduction& red, CellStat stat, const FoldPolicy& policy,
                      const ExecContext& ctx) {
-  return visit_element(plan.ds->dtype, [&](auto tag) { return fold::stats_for<decltype(tag)>(plan, red, stat, policy, ctx); });
+  return visit_element(plan.ds->dtype,
+                       [&](auto tag) { return fold::stats_for<decltype(tag)>(plan, red, stat, policy, ctx); });
 }
 
 ExecResult run_fold(const Plan& plan, const QueryOperation* op, const std::vector<std::size_t>& axes, double fill,

@@ -99,7 +99,8 @@ struct SumAcc {
     for (std::size_t r = 0; r < R; ++r) out[r] = (l[r][0] + l[r][1]) + (l[r][2] + l[r][3]);
   }
   template <typename T>
-  static void add_run(Cell& c, const std::byte* p, std::uint64_t n, std::uint64_t stride, std::uint64_t, std::uint64_t) {
+  static void add_run(Cell& c, const std::byte* p, std::uint64_t n, std::uint64_t stride, std::uint64_t,
+                      std::uint64_t) {
     double s;
     run_sums<T, 1>(&p, n, stride, &s);
     c.s += s;
@@ -145,7 +146,8 @@ struct ProdAcc {
   };
   static void add(Cell& c, double x, std::uint64_t) { c.p *= x; }
   template <typename T>
-  static void add_run(Cell& c, const std::byte* p, std::uint64_t n, std::uint64_t stride, std::uint64_t, std::uint64_t) {
+  static void add_run(Cell& c, const std::byte* p, std::uint64_t n, std::uint64_t stride, std::uint64_t,
+                      std::uint64_t) {
     for (std::uint64_t j = 0; j < n; ++j) c.p *= at<T>(p, j, stride);
   }
   static void merge(Cell& a, const Cell& b) { a.p *= b.p; }
@@ -165,7 +167,8 @@ struct VarAcc {
     c.m2 += d * (x - c.mean);
   }
   template <typename T>
-  static void add_run(Cell& c, const std::byte* p, std::uint64_t n, std::uint64_t stride, std::uint64_t, std::uint64_t) {
+  static void add_run(Cell& c, const std::byte* p, std::uint64_t n, std::uint64_t stride, std::uint64_t,
+                      std::uint64_t) {
     Cell r;
     double s = 0;
     for (std::uint64_t j = 0; j < n; ++j) {
@@ -262,7 +265,8 @@ struct CountAcc {
   template <typename T>
   void add_run(Cell& c, const std::byte* p, std::uint64_t n, std::uint64_t stride, std::uint64_t, std::uint64_t) const {
     if constexpr (K == CountKind::None) return;
-    if constexpr (!std::is_floating_point_v<T> && !std::is_same_v<T, F16> && K != CountKind::Fill) return;  // integers are finite
+    if constexpr (!std::is_floating_point_v<T> && !std::is_same_v<T, F16> && K != CountKind::Fill)
+      return;  // integers are finite
     for (std::uint64_t j = 0; j < n; ++j) c.c += hit(at<T>(p, j, stride)) ? 1 : 0;
   }
   static void merge(Cell& a, const Cell& b) { a.c += b.c; }

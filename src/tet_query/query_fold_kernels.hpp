@@ -93,8 +93,9 @@ std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& re
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     blocks[gi] = make_blocks(red, tile_walk(plan, g.chunks.front()), sizeof(Cell));
-    direct[gi] = policy.parallel && policy.io_regime == "in_core" && blocks[gi].size() > 1 &&
-                 std::all_of(g.chunks.begin(), g.chunks.end(), [&](std::size_t k) { return tile_view(plan, k) != nullptr; });
+    direct[gi] =
+        policy.parallel && policy.io_regime == "in_core" && blocks[gi].size() > 1 &&
+        std::all_of(g.chunks.begin(), g.chunks.end(), [&](std::size_t k) { return tile_view(plan, k) != nullptr; });
   }
 
   auto fold_tile = [&](Cell* cells, const CellFrame& frame, const TileWalk& w, const std::byte* tile) {
@@ -241,19 +242,25 @@ void dispatch(const Plan& plan, const QueryOperation* op, const Reduction& red, 
   auto nan_or = [](bool nan, double v) { return nan ? std::numeric_limits<double>::quiet_NaN() : v; };
   switch (op->op) {
     case QueryOp::Sum:
-      return fold_to_fields<SumAcc<SumKind::Plain>, T>(plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(c.s); });
+      return fold_to_fields<SumAcc<SumKind::Plain>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                                       [](auto& c) { return Json(c.s); });
     case QueryOp::Mean:
-      return fold_to_fields<SumAcc<SumKind::Plain>, T>(plan, red, scalar, sk, pk, ctx, res, [n](auto& c) { return Json(c.s / n); });
+      return fold_to_fields<SumAcc<SumKind::Plain>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                                       [n](auto& c) { return Json(c.s / n); });
     case QueryOp::NormL1:
-      return fold_to_fields<SumAcc<SumKind::Abs>, T>(plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(c.s); });
+      return fold_to_fields<SumAcc<SumKind::Abs>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                                     [](auto& c) { return Json(c.s); });
     case QueryOp::NormL2:
-      return fold_to_fields<SumAcc<SumKind::Square>, T>(plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(std::sqrt(c.s)); });
+      return fold_to_fields<SumAcc<SumKind::Square>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                                        [](auto& c) { return Json(std::sqrt(c.s)); });
     case QueryOp::Product:
       return fold_to_fields<ProdAcc, T>(plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(c.p); });
     case QueryOp::Var:
-      return fold_to_fields<VarAcc<false>, T>(plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(c.m2 / c.n); });
+      return fold_to_fields<VarAcc<false>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                              [](auto& c) { return Json(c.m2 / c.n); });
     case QueryOp::Std:
-      return fold_to_fields<VarAcc<false>, T>(plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(std::sqrt(c.m2 / c.n)); });
+      return fold_to_fields<VarAcc<false>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                              [](auto& c) { return Json(std::sqrt(c.m2 / c.n)); });
     case QueryOp::NanMean:
       return fold_to_fields<VarAcc<true>, T>(plan, red, scalar, sk, pk, ctx, res,
                                              [&](auto& c) { return Json(nan_or(c.n == 0, c.mean)); });
@@ -261,25 +268,32 @@ void dispatch(const Plan& plan, const QueryOperation* op, const Reduction& red, 
       return fold_to_fields<VarAcc<true>, T>(plan, red, scalar, sk, pk, ctx, res,
                                              [&](auto& c) { return Json(nan_or(c.n == 0, std::sqrt(c.m2 / c.n))); });
     case QueryOp::Min:
-      return fold_to_fields<ExtremeAcc<false>, T>(plan, red, scalar, sk, pk, ctx, res, [&](auto& c) { return Json(nan_or(c.nan, c.v)); });
+      return fold_to_fields<ExtremeAcc<false>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                                  [&](auto& c) { return Json(nan_or(c.nan, c.v)); });
     case QueryOp::Max:
-      return fold_to_fields<ExtremeAcc<true>, T>(plan, red, scalar, sk, pk, ctx, res, [&](auto& c) { return Json(nan_or(c.nan, c.v)); });
+      return fold_to_fields<ExtremeAcc<true>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                                 [&](auto& c) { return Json(nan_or(c.nan, c.v)); });
     case QueryOp::ArgMin:
-      return fold_to_fields<ExtremeAcc<false>, T>(plan, red, scalar, "operation_argmin_index", "operation_reduced_argmin", ctx,
-                                                  res, [](auto& c) { return Json(c.nan ? c.nan_idx : c.idx); });
+      return fold_to_fields<ExtremeAcc<false>, T>(plan, red, scalar, "operation_argmin_index",
+                                                  "operation_reduced_argmin", ctx, res,
+                                                  [](auto& c) { return Json(c.nan ? c.nan_idx : c.idx); });
     case QueryOp::ArgMax:
-      return fold_to_fields<ExtremeAcc<true>, T>(plan, red, scalar, "operation_argmax_index", "operation_reduced_argmax", ctx,
-                                                 res, [](auto& c) { return Json(c.nan ? c.nan_idx : c.idx); });
+      return fold_to_fields<ExtremeAcc<true>, T>(plan, red, scalar, "operation_argmax_index",
+                                                 "operation_reduced_argmax", ctx, res,
+                                                 [](auto& c) { return Json(c.nan ? c.nan_idx : c.idx); });
     case QueryOp::Count:
       fold_cells<CountAcc<CountKind::None>, T>(plan, red, res.policy, ctx, res.preview);
       if (!scalar) res.fields.emplace_back(pk, f64_array(std::vector<double>(checked_size(red.cells), n)));
       return;
     case QueryOp::AllFinite:
-      return fold_to_fields<CountAcc<CountKind::NonFinite>, T>(plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(c.c == 0); });
+      return fold_to_fields<CountAcc<CountKind::NonFinite>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                                               [](auto& c) { return Json(c.c == 0); });
     case QueryOp::AnyNan:
-      return fold_to_fields<CountAcc<CountKind::Nan>, T>(plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(c.c > 0); });
+      return fold_to_fields<CountAcc<CountKind::Nan>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                                         [](auto& c) { return Json(c.c > 0); });
     case QueryOp::AnyInf:
-      return fold_to_fields<CountAcc<CountKind::Inf>, T>(plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(c.c > 0); });
+      return fold_to_fields<CountAcc<CountKind::Inf>, T>(plan, red, scalar, sk, pk, ctx, res,
+                                                         [](auto& c) { return Json(c.c > 0); });
     case QueryOp::NanCount:
       return fold_to_fields<CountAcc<CountKind::Nan>, T>(plan, red, scalar, sk, pk, ctx, res,
                                                          [](auto& c) { return Json(static_cast<double>(c.c)); });
@@ -289,8 +303,8 @@ void dispatch(const Plan& plan, const QueryOperation* op, const Reduction& red, 
     case QueryOp::NullCount: {
       CountAcc<CountKind::Fill> acc;
       acc.fill = fill;
-      return fold_to_fields<CountAcc<CountKind::Fill>, T>(plan, red, scalar, sk, pk, ctx, res,
-                                                          [](auto& c) { return Json(static_cast<double>(c.c)); }, acc);
+      return fold_to_fields<CountAcc<CountKind::Fill>, T>(
+          plan, red, scalar, sk, pk, ctx, res, [](auto& c) { return Json(static_cast<double>(c.c)); }, acc);
     }
     case QueryOp::Median:
     case QueryOp::Quantile:
@@ -301,7 +315,6 @@ void dispatch(const Plan& plan, const QueryOperation* op, const Reduction& red, 
   }
   throw UsageError("validation: operation `" + key + "` is not a streaming fold");
 }
-
 
 // The per-cell statistics of fold_stats for element type T.
 template <typename T>
@@ -319,8 +332,9 @@ StatCells stats_for(const Plan& plan, const Reduction& red, CellStat stat, const
   auto zero = [](const auto&) { return 0.0; };
   switch (stat) {
     case CellStat::MeanStd:
-      each(fold_cells<VarAcc<false>, T>(plan, red, policy, ctx, none), [](auto& c) { return c.mean; },
-           [](auto& c) { return std::sqrt(c.m2 / c.n); });
+      each(
+          fold_cells<VarAcc<false>, T>(plan, red, policy, ctx, none), [](auto& c) { return c.mean; },
+          [](auto& c) { return std::sqrt(c.m2 / c.n); });
       break;
     case CellStat::MinMax: {
       const auto lo = fold_cells<ExtremeAcc<false>, T>(plan, red, policy, ctx, none);
@@ -332,26 +346,33 @@ StatCells stats_for(const Plan& plan, const Reduction& red, CellStat stat, const
       break;
     }
     case CellStat::Min:
-      each(fold_cells<ExtremeAcc<false>, T>(plan, red, policy, ctx, none), [&](auto& c) { return nan_or(c.nan, c.v); }, zero);
+      each(
+          fold_cells<ExtremeAcc<false>, T>(plan, red, policy, ctx, none), [&](auto& c) { return nan_or(c.nan, c.v); },
+          zero);
       break;
     case CellStat::Max:
-      each(fold_cells<ExtremeAcc<true>, T>(plan, red, policy, ctx, none), [&](auto& c) { return nan_or(c.nan, c.v); }, zero);
+      each(
+          fold_cells<ExtremeAcc<true>, T>(plan, red, policy, ctx, none), [&](auto& c) { return nan_or(c.nan, c.v); },
+          zero);
       break;
     case CellStat::NormL1:
-      each(fold_cells<SumAcc<SumKind::Abs>, T>(plan, red, policy, ctx, none), [](auto& c) { return c.s; }, zero);
+      each(
+          fold_cells<SumAcc<SumKind::Abs>, T>(plan, red, policy, ctx, none), [](auto& c) { return c.s; }, zero);
       break;
     case CellStat::NormL2:
-      each(fold_cells<SumAcc<SumKind::Square>, T>(plan, red, policy, ctx, none), [](auto& c) { return std::sqrt(c.s); }, zero);
+      each(
+          fold_cells<SumAcc<SumKind::Square>, T>(plan, red, policy, ctx, none), [](auto& c) { return std::sqrt(c.s); },
+          zero);
       break;
   }
   return out;
 }
 
 // Explicit instantiation declarations/definitions, one per element type.
-#define TESSERA_FOLD_INSTANTIATE(EXTERN, T)                                                                      \
-  EXTERN template void dispatch<T>(const Plan&, const QueryOperation*, const Reduction&, bool, double,          \
-                                   const ExecContext&, ExecResult&);                                            \
-  EXTERN template StatCells stats_for<T>(const Plan&, const Reduction&, CellStat, const FoldPolicy&,            \
+#define TESSERA_FOLD_INSTANTIATE(EXTERN, T)                                                            \
+  EXTERN template void dispatch<T>(const Plan&, const QueryOperation*, const Reduction&, bool, double, \
+                                   const ExecContext&, ExecResult&);                                   \
+  EXTERN template StatCells stats_for<T>(const Plan&, const Reduction&, CellStat, const FoldPolicy&,   \
                                          const ExecContext&);
 #define TESSERA_FOLD_EXTERN(T) TESSERA_FOLD_INSTANTIATE(extern, T)
 TESSERA_FOLD_EXTERN(float)

@@ -111,8 +111,7 @@ void record_query_history(const QueryDocument& doc, const std::optional<std::str
   e.query = query_document_json(doc);
   if (!rows.empty() && rows.back().tet == e.tet && rows.back().execute == e.execute && rows.back().query == e.query)
     rows.back().at = e.at;
-  else
-    rows.push_back(std::move(e));
+  else rows.push_back(std::move(e));
   if (rows.size() > s.max) rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(s.max));
   std::string text;
   for (const auto& r : rows) text += codec::json::dump(entry_json(r)) + "\n";
@@ -194,7 +193,8 @@ std::string history_list_json(const std::vector<HistoryEntry>& shown, const Hist
   out["filter"] = filter.empty() ? Json(nullptr) : Json(filter.describe());
   out["mode_key"] = Json{{"p", "plan only (no -x)"}, {"x", "execute (-x was set)"}};
   out["path"] = s.path ? Json(*s.path) : Json(nullptr);
-  out["settings"] = Json{{"cli_query_max", s.max}, {"history_file_name", kHistoryFileName}, {"history_max_cap", kHistoryMaxCap}};
+  out["settings"] =
+      Json{{"cli_query_max", s.max}, {"history_file_name", kHistoryFileName}, {"history_max_cap", kHistoryMaxCap}};
   out["shown"] = shown.size();
   codec::json::DumpOptions opts = codec::json::DumpOptions::tet_pretty();
   opts.sort_keys = true;

@@ -41,9 +41,9 @@ struct Plan {
   const DatasetMetadata* md = nullptr;
   Box box;
   std::vector<std::uint64_t> logical_shape;
-  std::uint64_t count = 0;          // selected elements
-  std::uint64_t logical_bytes = 0;  // count × element size
-  std::vector<PlannedChunk> chunks; // touched chunks, row-major grid order
+  std::uint64_t count = 0;           // selected elements
+  std::uint64_t logical_bytes = 0;   // count × element size
+  std::vector<PlannedChunk> chunks;  // touched chunks, row-major grid order
   std::uint64_t total_stored = 0;
   bool strided = false;     // some step > 1
   bool full_dense = false;  // whole dataset, every step 1
@@ -83,7 +83,7 @@ struct Run {
   std::uint64_t logical = 0;  // logical index of the first element
   std::uint64_t cell = 0;     // output cell of the first element (caller's cell frame)
   std::uint64_t cell_step = 0;
-  std::uint64_t fiber = 0;    // index inside the reduced fiber of the first element
+  std::uint64_t fiber = 0;  // index inside the reduced fiber of the first element
   std::uint64_t fiber_step = 0;
 };
 
@@ -100,7 +100,7 @@ struct TileWalk {
   std::array<std::uint64_t, kMaxRank> tile_first{};  // first selected tile-local index
   std::array<std::uint64_t, kMaxRank> count{};       // selected indices in this tile
   std::array<std::uint64_t, kMaxRank> step{};
-  std::array<std::uint64_t, kMaxRank> first_pos{};   // logical position of the first one
+  std::array<std::uint64_t, kMaxRank> first_pos{};  // logical position of the first one
 };
 TileWalk tile_walk(const Plan& plan, std::size_t k);
 
@@ -200,9 +200,9 @@ struct ExecContext {
   std::optional<std::uint64_t> available;
   std::optional<bool> fold_parallel_hint;
   unsigned threads = 0;
-  std::string relative_base;              // absolute directory for relative spill paths
-  std::vector<std::string> allowed_roots; // canonical allowed spill roots
-  std::string tet_path;                   // as given (sidecar history)
+  std::string relative_base;               // absolute directory for relative spill paths
+  std::vector<std::string> allowed_roots;  // canonical allowed spill roots
+  std::string tet_path;                    // as given (sidecar history)
 };
 
 // Fold policy of §4.4 for a plan.
@@ -235,8 +235,8 @@ struct PreviewBuffer {
 struct ExecResult {
   std::vector<std::pair<std::string, Json>> fields;  // operation_* / transform_* / spill_*
   std::string memory_strategy;
-  std::uint64_t reads = 1;  // reads of the plan (transforms read it 2 or 3 times)
-  bool fold_fields = false; // emit fold_parallel / io_regime / fold_linear_scan
+  std::uint64_t reads = 1;   // reads of the plan (transforms read it 2 or 3 times)
+  bool fold_fields = false;  // emit fold_parallel / io_regime / fold_linear_scan
   FoldPolicy policy;
   PreviewBuffer preview;
   std::vector<double> preview_values;  // transforms: previews of transformed values
@@ -244,8 +244,8 @@ struct ExecResult {
 };
 
 // Streaming folds (query_fold.cpp): every A/B op, and the plain preview (op == nullopt).
-ExecResult run_fold(const Plan& plan, const QueryOperation* op, const std::vector<std::size_t>& axes,
-                    double fill, const ExecContext& ctx);
+ExecResult run_fold(const Plan& plan, const QueryOperation* op, const std::vector<std::size_t>& axes, double fill,
+                    const ExecContext& ctx);
 // Per-cell statistics for transforms (query_fold.cpp): MeanStd → a = mean, b = std; MinMax →
 // a = min, b = max; the others fill `a`.
 enum class CellStat { MeanStd, MinMax, Min, Max, NormL1, NormL2 };

@@ -223,8 +223,7 @@ void reduce_cells(Stored<T>* base, const Reduction& red, const QueryOperation& o
     case QueryOp::NullCount:
     case QueryOp::NanMean:
     case QueryOp::NanStd:
-    case QueryOp::Transform:
-      fail("operation `" + std::string(query_op_key(op.op)) + "` does not materialize");
+    case QueryOp::Transform: fail("operation `" + std::string(query_op_key(op.op)) + "` does not materialize");
   }
 }
 

@@ -108,8 +108,8 @@ std::string transform_stats(const Json& ex, const std::string& method, bool scal
 std::string warn_suffix(const Json& ex) {
   const Json* count = field(ex, "transform_div_by_zero_count");
   if (!count) return "";
-  return " transform_div_by_zero_count=" + plain_of(*count) + " transform_div_by_zero_indices=" +
-         list_of(need(ex, "transform_div_by_zero_indices"), plain_of, SIZE_MAX);
+  return " transform_div_by_zero_count=" + plain_of(*count) +
+         " transform_div_by_zero_indices=" + list_of(need(ex, "transform_div_by_zero_indices"), plain_of, SIZE_MAX);
 }
 
 std::string op_extra(const std::string& key, const Json& body) {
@@ -131,7 +131,8 @@ std::pair<std::string, std::string> scalar_display(const std::string& key, const
   if (key == "arg_min") return {"argmin_index", plain_of(need(ex, "operation_argmin_index"))};
   if (key == "arg_max") return {"argmax_index", plain_of(need(ex, "operation_argmax_index"))};
   if (key == "histogram")
-    return {"histogram", "bins=" + plain_of(body["bins"]) + " counts=" + list_of(need(ex, "operation_histogram_counts"), f_of)};
+    return {"histogram",
+            "bins=" + plain_of(body["bins"]) + " counts=" + list_of(need(ex, "operation_histogram_counts"), f_of)};
   if (key == "transform") return {"transform", transform_stats(ex, body["method"].get<std::string>(), true)};
   return {key, f_of(need(ex, "operation_" + key))};
 }
@@ -160,7 +161,8 @@ std::string quiet_line(const Json& t) {
   if (t.contains("catalog") && !t["catalog"]["matched"].get<bool>()) {
     const Json& names = t["catalog"]["available_datasets"];
     return prefix + " status=not_found available=" +
-           list_of(names, [](const Json& n) { return n.get<std::string>(); }, 8);
+           list_of(
+               names, [](const Json& n) { return n.get<std::string>(); }, 8);
   }
   if (t.contains("execution")) {
     const Json& ex = t["execution"];
@@ -170,9 +172,9 @@ std::string quiet_line(const Json& t) {
       const std::string memory = " memory_strategy=" + ex["memory_strategy"].get<std::string>();
       const std::string elements = " elements=" + plain_of(need(ex, "operation_element_count"));
       if (key == "covariance" || key == "correlation")
-        return prefix + " status=ok op=" + key + " axes=" + axes_of(body["axes"]) + " order=" +
-               plain_of(need(ex, "operation_" + key + "_order")) + " matrix=" + list_of(need(ex, "operation_" + key), f_of) +
-               elements + memory;
+        return prefix + " status=ok op=" + key + " axes=" + axes_of(body["axes"]) +
+               " order=" + plain_of(need(ex, "operation_" + key + "_order")) +
+               " matrix=" + list_of(need(ex, "operation_" + key), f_of) + elements + memory;
       if (body["axes"].empty()) {
         const auto [name, value] = scalar_display(key, body, ex);
         return prefix + " status=ok op=" + key + op_extra(key, body) + " " + name + "=" + value + elements + memory +
@@ -204,10 +206,11 @@ std::string quiet_line(const Json& t) {
   }
   if (t.contains("read_plan")) {
     const Json& rp = t["read_plan"];
-    return prefix + " status=planned chunks=" + plain_of(rp["chunk_count"]) + " elements=" +
-           plain_of(rp["logical_f32_element_count"]) + " stored_bytes=" + plain_of(rp["total_stored_bytes"]) +
-           " logical_shape=" + shape_of(rp["logical_selection_shape"]) + " touch_policy=" +
-           rp["chunk_touch_policy"].get<std::string>();
+    return prefix + " status=planned chunks=" + plain_of(rp["chunk_count"]) +
+           " elements=" + plain_of(rp["logical_f32_element_count"]) +
+           " stored_bytes=" + plain_of(rp["total_stored_bytes"]) +
+           " logical_shape=" + shape_of(rp["logical_selection_shape"]) +
+           " touch_policy=" + rp["chunk_touch_policy"].get<std::string>();
   }
   std::string line = prefix + " validated";
   if (!t["selection_axes"].is_null()) line += " selection_rank=" + plain_of(t["selection_axes"]);
@@ -254,8 +257,8 @@ Json reduced_tree(const Json& t, bool with_execution) {
 
 // ---- table -------------------------------------------------------------------------------------
 
-
-void kv_section(std::string& out, const std::string& title, const std::vector<std::pair<std::string, std::string>>& rows) {
+void kv_section(std::string& out, const std::string& title,
+                const std::vector<std::pair<std::string, std::string>>& rows) {
   if (rows.empty()) return;
   std::size_t w = 4;
   for (const auto& r : rows) w = std::max(w, utf8_width(r.first));
@@ -266,7 +269,8 @@ void kv_section(std::string& out, const std::string& title, const std::vector<st
 
 void indexed_table(std::string& out, const std::vector<double>& values) {
   out += "  " + pad_left("#", 6) + "  value\n";
-  for (std::size_t i = 0; i < values.size(); ++i) out += "  " + pad_left(std::to_string(i), 6) + "  " + quiet_number(values[i]) + "\n";
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out += "  " + pad_left(std::to_string(i), 6) + "  " + quiet_number(values[i]) + "\n";
   out += "\n";
 }
 
@@ -370,7 +374,8 @@ std::string table_text(const Json& t) {
         throw UsageError("table format: " + key + " partial values use --format quiet or stats");
       if (key == "transform")
         throw UsageError("table format: transforms use the slice preview (see f32_preview / f64_preview)");
-      const Json& values = need(ex, key == "histogram" ? "operation_reduced_histogram_counts" : "operation_reduced_" + key);
+      const Json& values =
+          need(ex, key == "histogram" ? "operation_reduced_histogram_counts" : "operation_reduced_" + key);
       std::vector<double> v;
       for (const auto& x : values) v.push_back(as_double(x));
       out += "result";
@@ -385,7 +390,6 @@ std::string table_text(const Json& t) {
 }
 
 }  // namespace
-
 
 std::optional<QueryOutputFormat> query_output_format_from_name(std::string_view name) noexcept {
   if (name == "full") return QueryOutputFormat::Full;

@@ -120,8 +120,7 @@ std::vector<std::size_t> resolve_axes(std::vector<std::string>& tokens, const Da
       out.push_back(static_cast<std::size_t>(v));
       continue;  // echoed as written
     }
-    if (!md || !md->dim_names)
-      fail("dimension name `" + t + "` requires footer metadata `dim_names` for this dataset");
+    if (!md || !md->dim_names) fail("dimension name `" + t + "` requires footer metadata `dim_names` for this dataset");
     const auto& names = *md->dim_names;
     if (names.size() != nd)
       fail("metadata dim_names length " + std::to_string(names.size()) + " does not match dataset rank " +

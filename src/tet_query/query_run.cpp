@@ -24,33 +24,106 @@ namespace fs = std::filesystem;
 const char* const kMessageNoTet =
     "query accepted and validated; pass `--tet PATH` for catalog + read_plan, or add `--execute` with `--tet` for a "
     "capped raw f32 mmap preview";
-const char* const kMessageMatched = "query accepted; dataset matched; read_plan lists mmap payload regions for touched chunks";
+const char* const kMessageMatched =
+    "query accepted; dataset matched; read_plan lists mmap payload regions for touched chunks";
 const char* const kMessageMiss = "query accepted; dataset name not found in this file (see catalog.available_datasets)";
 
 // §5.2 execution key order; every field a strategy produces is emitted in this order.
-constexpr std::array<const char*, 95> kExecutionOrder = {
-    "total_bytes_read_from_disk", "f32_preview", "f32_preview_truncated", "f64_preview", "f64_preview_truncated",
-    "i32_preview", "i32_preview_truncated", "i64_preview", "i64_preview_truncated", "u8_preview",
-    "u8_preview_truncated", "u16_preview", "u16_preview_truncated", "i16_preview", "i16_preview_truncated",
-    "u32_preview", "u32_preview_truncated", "u64_preview", "u64_preview_truncated", "f16_preview",
-    "f16_preview_truncated", "operation_element_count", "operation_sum", "operation_mean", "operation_median",
-    "operation_quantile", "operation_histogram_counts", "operation_histogram_edges", "operation_histogram_excluded",
-    "operation_min", "operation_max", "operation_var", "operation_std", "operation_nan_mean", "operation_nan_std",
-    "operation_product", "operation_norm_l1", "operation_norm_l2", "operation_all_finite", "operation_any_nan",
-    "operation_any_inf", "operation_nan_count", "operation_inf_count", "operation_null_count",
-    "operation_argmin_index", "operation_argmax_index", "memory_strategy", "spill_f32_path", "spill_f32_bytes",
-    "memory_budget_bytes", "host_available_ram_bytes", "logical_selection_f32_bytes", "logical_selection_bytes",
-    "fold_parallel", "fold_workers", "io_regime", "fold_linear_scan", "device_requested", "device_used",
-    "device_fallback_reason", "device_gpu_reduce", "device_gpu_pipeline", "device_gpu_multi",
-    "operation_reduced_shape", "operation_reduced_sum", "operation_reduced_mean", "operation_reduced_median",
-    "operation_reduced_quantile", "operation_reduced_histogram_counts", "operation_reduced_histogram_excluded",
-    "operation_reduced_min", "operation_reduced_max", "operation_reduced_count", "operation_reduced_var",
-    "operation_reduced_std", "operation_reduced_nan_mean", "operation_reduced_nan_std", "operation_reduced_product",
-    "operation_reduced_norm_l1", "operation_reduced_norm_l2", "operation_reduced_all_finite",
-    "operation_reduced_any_nan", "operation_reduced_any_inf", "operation_reduced_nan_count",
-    "operation_reduced_inf_count", "operation_reduced_null_count", "operation_reduced_argmin",
-    "operation_reduced_argmax", "operation_covariance", "operation_covariance_order", "operation_correlation",
-    "operation_correlation_order", "transform_method", "transform_div_by_zero_indices", "transform_div_by_zero_count"};
+constexpr std::array<const char*, 95> kExecutionOrder = {"total_bytes_read_from_disk",
+                                                         "f32_preview",
+                                                         "f32_preview_truncated",
+                                                         "f64_preview",
+                                                         "f64_preview_truncated",
+                                                         "i32_preview",
+                                                         "i32_preview_truncated",
+                                                         "i64_preview",
+                                                         "i64_preview_truncated",
+                                                         "u8_preview",
+                                                         "u8_preview_truncated",
+                                                         "u16_preview",
+                                                         "u16_preview_truncated",
+                                                         "i16_preview",
+                                                         "i16_preview_truncated",
+                                                         "u32_preview",
+                                                         "u32_preview_truncated",
+                                                         "u64_preview",
+                                                         "u64_preview_truncated",
+                                                         "f16_preview",
+                                                         "f16_preview_truncated",
+                                                         "operation_element_count",
+                                                         "operation_sum",
+                                                         "operation_mean",
+                                                         "operation_median",
+                                                         "operation_quantile",
+                                                         "operation_histogram_counts",
+                                                         "operation_histogram_edges",
+                                                         "operation_histogram_excluded",
+                                                         "operation_min",
+                                                         "operation_max",
+                                                         "operation_var",
+                                                         "operation_std",
+                                                         "operation_nan_mean",
+                                                         "operation_nan_std",
+                                                         "operation_product",
+                                                         "operation_norm_l1",
+                                                         "operation_norm_l2",
+                                                         "operation_all_finite",
+                                                         "operation_any_nan",
+                                                         "operation_any_inf",
+                                                         "operation_nan_count",
+                                                         "operation_inf_count",
+                                                         "operation_null_count",
+                                                         "operation_argmin_index",
+                                                         "operation_argmax_index",
+                                                         "memory_strategy",
+                                                         "spill_f32_path",
+                                                         "spill_f32_bytes",
+                                                         "memory_budget_bytes",
+                                                         "host_available_ram_bytes",
+                                                         "logical_selection_f32_bytes",
+                                                         "logical_selection_bytes",
+                                                         "fold_parallel",
+                                                         "fold_workers",
+                                                         "io_regime",
+                                                         "fold_linear_scan",
+                                                         "device_requested",
+                                                         "device_used",
+                                                         "device_fallback_reason",
+                                                         "device_gpu_reduce",
+                                                         "device_gpu_pipeline",
+                                                         "device_gpu_multi",
+                                                         "operation_reduced_shape",
+                                                         "operation_reduced_sum",
+                                                         "operation_reduced_mean",
+                                                         "operation_reduced_median",
+                                                         "operation_reduced_quantile",
+                                                         "operation_reduced_histogram_counts",
+                                                         "operation_reduced_histogram_excluded",
+                                                         "operation_reduced_min",
+                                                         "operation_reduced_max",
+                                                         "operation_reduced_count",
+                                                         "operation_reduced_var",
+                                                         "operation_reduced_std",
+                                                         "operation_reduced_nan_mean",
+                                                         "operation_reduced_nan_std",
+                                                         "operation_reduced_product",
+                                                         "operation_reduced_norm_l1",
+                                                         "operation_reduced_norm_l2",
+                                                         "operation_reduced_all_finite",
+                                                         "operation_reduced_any_nan",
+                                                         "operation_reduced_any_inf",
+                                                         "operation_reduced_nan_count",
+                                                         "operation_reduced_inf_count",
+                                                         "operation_reduced_null_count",
+                                                         "operation_reduced_argmin",
+                                                         "operation_reduced_argmax",
+                                                         "operation_covariance",
+                                                         "operation_covariance_order",
+                                                         "operation_correlation",
+                                                         "operation_correlation_order",
+                                                         "transform_method",
+                                                         "transform_div_by_zero_indices",
+                                                         "transform_div_by_zero_count"};
 
 constexpr std::array<DType, 10> kPreviewOrder = {DType::F32, DType::F64, DType::I32, DType::I64, DType::U8,
                                                  DType::U16, DType::I16, DType::U32, DType::U64, DType::F16};
@@ -69,15 +142,56 @@ Json preview_json(DType dtype, const qe::PreviewBuffer& p) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::byte* e = p.bytes.data() + i * p.es;
     switch (dtype) {
-      case DType::F32: { float v; std::memcpy(&v, e, 4); a.push_back(static_cast<double>(v)); break; }
-      case DType::F64: { double v; std::memcpy(&v, e, 8); a.push_back(v); break; }
-      case DType::I32: { std::int32_t v; std::memcpy(&v, e, 4); a.push_back(v); break; }
-      case DType::I64: { std::int64_t v; std::memcpy(&v, e, 8); a.push_back(v); break; }
+      case DType::F32: {
+        float v;
+        std::memcpy(&v, e, 4);
+        a.push_back(static_cast<double>(v));
+        break;
+      }
+      case DType::F64: {
+        double v;
+        std::memcpy(&v, e, 8);
+        a.push_back(v);
+        break;
+      }
+      case DType::I32: {
+        std::int32_t v;
+        std::memcpy(&v, e, 4);
+        a.push_back(v);
+        break;
+      }
+      case DType::I64: {
+        std::int64_t v;
+        std::memcpy(&v, e, 8);
+        a.push_back(v);
+        break;
+      }
       case DType::U8: a.push_back(static_cast<std::uint64_t>(std::to_integer<std::uint8_t>(e[0]))); break;
-      case DType::U16: case DType::F16: { std::uint16_t v; std::memcpy(&v, e, 2); a.push_back(static_cast<std::uint64_t>(v)); break; }
-      case DType::I16: { std::int16_t v; std::memcpy(&v, e, 2); a.push_back(static_cast<std::int64_t>(v)); break; }
-      case DType::U32: { std::uint32_t v; std::memcpy(&v, e, 4); a.push_back(static_cast<std::uint64_t>(v)); break; }
-      case DType::U64: { std::uint64_t v; std::memcpy(&v, e, 8); a.push_back(v); break; }
+      case DType::U16:
+      case DType::F16: {
+        std::uint16_t v;
+        std::memcpy(&v, e, 2);
+        a.push_back(static_cast<std::uint64_t>(v));
+        break;
+      }
+      case DType::I16: {
+        std::int16_t v;
+        std::memcpy(&v, e, 2);
+        a.push_back(static_cast<std::int64_t>(v));
+        break;
+      }
+      case DType::U32: {
+        std::uint32_t v;
+        std::memcpy(&v, e, 4);
+        a.push_back(static_cast<std::uint64_t>(v));
+        break;
+      }
+      case DType::U64: {
+        std::uint64_t v;
+        std::memcpy(&v, e, 8);
+        a.push_back(v);
+        break;
+      }
       case DType::Bool:
       case DType::I8: break;  // no .tet dtype
     }
@@ -139,14 +253,16 @@ Json execute(const QueryDocument& doc, const qe::Plan& plan, const std::vector<s
              const QueryOptions& options) {
   const QueryOperation* op = doc.operation ? &*doc.operation : nullptr;
   if (!op && !doc.spill && options.preview == 0)
-    qe::fail("preview limit 0 without `operation` or `spill` would attach an empty execution block; omit `--execute`, "
-             "set `spill`, or use a positive `--preview`");
+    qe::fail(
+        "preview limit 0 without `operation` or `spill` would attach an empty execution block; omit `--execute`, "
+        "set `spill`, or use a positive `--preview`");
   const ExecutionHints* hints = doc.execution ? &*doc.execution : nullptr;
   const auto& header = plan.file->layout().index_header;
   qe::ExecContext ctx;
   ctx.preview = options.preview;
   ctx.available = available_ram_bytes();
-  ctx.budget = resolve_memory_budget(hints, header.memory_budget_percent_bps, header.memory_budget_bytes, ctx.available);
+  ctx.budget =
+      resolve_memory_budget(hints, header.memory_budget_percent_bps, header.memory_budget_bytes, ctx.available);
   ctx.fold_parallel_hint = hints ? hints->fold_parallel : std::nullopt;
   ctx.threads = options.threads;
   ctx.tet_path = *options.tet_path;
@@ -256,8 +372,7 @@ std::uint64_t resolve_memory_budget(const ExecutionHints* hints, std::uint16_t f
   std::uint64_t bps = 2500;
   if (hints && hints->memory_budget_percent_bps && *hints->memory_budget_percent_bps > 0)
     bps = *hints->memory_budget_percent_bps;
-  else if (file_bps > 0)
-    bps = file_bps;
+  else if (file_bps > 0) bps = file_bps;
   if (!available) return 268435456;
   const unsigned __int128 v = static_cast<unsigned __int128>(*available) * bps / 10000;
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(v));
@@ -337,8 +452,9 @@ QueryResponse run_query(const QueryDocument& input, const QueryOptions& options)
   }
   const qe::Plan plan = qe::build_plan(file, *ds, md, doc.selection ? *doc.selection : std::vector<SelectionEntry>{});
   if (doc.operation && !options.execute)
-    qe::fail("`operation` requires mmap execution with an explicit preview limit (e.g. `--execute --preview-f32 64`, "
-             "or `--preview-f32 0` to omit preview floats)");
+    qe::fail(
+        "`operation` requires mmap execution with an explicit preview limit (e.g. `--execute --preview-f32 64`, "
+        "or `--preview-f32 0` to omit preview floats)");
 
   t["catalog"] = catalog_json(file, *ds);
   t["read_plan"] = qe::read_plan_json(plan);

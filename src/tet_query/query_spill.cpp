@@ -36,7 +36,8 @@ std::string io_text(const std::string& what, const std::string& path) {
 
 }  // namespace
 
-MappedFile::MappedFile(const std::string& path, std::uint64_t bytes, bool keep) : path_(path), size_(bytes), keep_(keep) {
+MappedFile::MappedFile(const std::string& path, std::uint64_t bytes, bool keep)
+    : path_(path), size_(bytes), keep_(keep) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw IoError(io_text("cannot create spill file", path), path);
   // The blocks are reserved before the file is mapped: a store through a shared mapping to a page
@@ -44,8 +45,8 @@ MappedFile::MappedFile(const std::string& path, std::uint64_t bytes, bool keep) 
   // interpreter with it), while a reservation that does not fit fails here, as an IoError.
   const int reserve = bytes > 0 ? ::posix_fallocate(fd_, 0, static_cast<off_t>(checked_size(bytes))) : 0;
   if (reserve != 0) {
-    const std::string text = "cannot reserve " + std::to_string(bytes) + " bytes for spill file " + path + ": " +
-                             std::strerror(reserve);
+    const std::string text =
+        "cannot reserve " + std::to_string(bytes) + " bytes for spill file " + path + ": " + std::strerror(reserve);
     ::close(fd_);
     ::unlink(path.c_str());
     throw IoError(text, path);
@@ -100,9 +101,8 @@ std::string resolve_user_path(const std::string& user_path, const ExecContext& c
 }
 
 std::string temp_spill_path(const ExecContext& ctx, const std::string& prefix, const std::string& ext) {
-  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+  const auto nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   static std::atomic<unsigned> serial{0};
   const std::string name = prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(nanos + serial++) + ext;
   std::vector<std::string> candidates = tessera::tet::cache_roots();

@@ -181,8 +181,8 @@ Json toml_to_json(std::string_view text) {
     return convert(table);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw FormatError("invalid query TOML: " + std::string(e.description()) + " at line " +
-                      std::to_string(where.line) + " column " + std::to_string(where.column));
+    throw FormatError("invalid query TOML: " + std::string(e.description()) + " at line " + std::to_string(where.line) +
+                      " column " + std::to_string(where.column));
   }
 }
 

@@ -32,7 +32,8 @@ std::uint64_t reads_of(TransformMethod m) {
   return m == TransformMethod::Zscore || m == TransformMethod::Minmax || m == TransformMethod::Softmax ? 3 : 2;
 }
 
-Stats pass_one(const Plan& plan, const Reduction& red, TransformMethod m, const FoldPolicy& policy, const ExecContext& ctx) {
+Stats pass_one(const Plan& plan, const Reduction& red, TransformMethod m, const FoldPolicy& policy,
+               const ExecContext& ctx) {
   Stats s;
   switch (m) {
     case TransformMethod::Zscore: {
@@ -126,23 +127,23 @@ void pass_two(const Plan& plan, const Reduction& red, TransformMethod m, const S
   visit_element(plan.ds->dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    constexpr std::size_t es = sizeof(T);
-    for_chunks(plan.chunks.size(), parallel, ctx.threads, [&](std::size_t k) {
-      thread_local std::vector<std::byte> scratch;
-      ChunkRecord& rec = records[k];
-      const std::byte* tile = tile_bytes(plan, k, scratch);
-      for_each_run(plan, tile_walk(plan, k), tile, red, frame, [&](const Run& r) {
-        for (std::uint64_t j = 0; j < r.n; ++j) {
-          const Out o = apply(m, load_f64<T>(r.data + j * r.stride * es), s, r.cell + j * r.cell_step);
-          const T y = static_cast<T>(o.y);
-          std::memcpy(out + (r.logical + j) * es, &y, es);
-          if (o.recorded) {
-            if (rec.first.size() < kMaxRecorded) rec.first.push_back(r.logical + j);
-            ++rec.count;
+      constexpr std::size_t es = sizeof(T);
+      for_chunks(plan.chunks.size(), parallel, ctx.threads, [&](std::size_t k) {
+        thread_local std::vector<std::byte> scratch;
+        ChunkRecord& rec = records[k];
+        const std::byte* tile = tile_bytes(plan, k, scratch);
+        for_each_run(plan, tile_walk(plan, k), tile, red, frame, [&](const Run& r) {
+          for (std::uint64_t j = 0; j < r.n; ++j) {
+            const Out o = apply(m, load_f64<T>(r.data + j * r.stride * es), s, r.cell + j * r.cell_step);
+            const T y = static_cast<T>(o.y);
+            std::memcpy(out + (r.logical + j) * es, &y, es);
+            if (o.recorded) {
+              if (rec.first.size() < kMaxRecorded) rec.first.push_back(r.logical + j);
+              ++rec.count;
+            }
           }
-        }
+        });
       });
-    });
     }
   });
   for (const auto& rec : records) {

@@ -32,8 +32,7 @@ std::uint64_t resolve_label(const std::vector<std::string>& labels, const std::s
 
 std::vector<SelectionEntry> parse_selection(const json& sel) {
   if (!sel.is_array()) throw UsageError("`selection` must be an array");
-  if (sel.size() > kMaxRank)
-    throw UsageError("selection has " + std::to_string(sel.size()) + " entries; maximum is 8");
+  if (sel.size() > kMaxRank) throw UsageError("selection has " + std::to_string(sel.size()) + " entries; maximum is 8");
   std::vector<SelectionEntry> out;
   for (std::size_t i = 0; i < sel.size(); ++i) {
     const json& e = sel[i];
@@ -101,8 +100,8 @@ Box resolve_selection(const Dataset& ds, const DatasetMetadata* md, const std::v
       throw UsageError(axis + ".stop must be <= shape[" + std::to_string(d) + "] (" + extent + "), got " +
                        std::to_string(r.stop));
     if (r.start >= r.stop)
-      throw UsageError(axis + ": require start < stop (got " + std::to_string(r.start) + " >= " +
-                       std::to_string(r.stop) + ")");
+      throw UsageError(axis + ": require start < stop (got " + std::to_string(r.start) +
+                       " >= " + std::to_string(r.stop) + ")");
   }
   return box;
 }

@@ -74,25 +74,31 @@ bool Array::in_read_chunk_grid(const Coords& c) const noexcept {
 void Array::check_read_chunk(const Coords& c) const {
   bool ok = c.size() == rank();
   for (std::size_t d = 0; ok && d < rank(); ++d) ok = c[d] < read_chunk_grid_[d];
-  if (!ok) throw UsageError(path_ + ": read chunk " + coords_text(c) + " is outside the chunk grid " + coords_text(read_chunk_grid_));
+  if (!ok)
+    throw UsageError(path_ + ": read chunk " + coords_text(c) + " is outside the chunk grid " +
+                     coords_text(read_chunk_grid_));
 }
 
 void Array::check_object(const Coords& o) const {
   bool ok = o.size() == rank();
   for (std::size_t d = 0; ok && d < rank(); ++d) ok = o[d] < object_grid_[d];
-  if (!ok) throw UsageError(path_ + ": object " + coords_text(o) + " is outside the object grid " + coords_text(object_grid_));
+  if (!ok)
+    throw UsageError(path_ + ": object " + coords_text(o) + " is outside the object grid " + coords_text(object_grid_));
 }
 
 void Array::require_dense(const char* what) const {
-  if (meta_.data_type.vlen) throw UsageError(path_ + ": " + what + " needs a fixed-width data type; this array holds " + meta_.data_type.name);
+  if (meta_.data_type.vlen)
+    throw UsageError(path_ + ": " + what + " needs a fixed-width data type; this array holds " + meta_.data_type.name);
   if (read_chunk_bytes_ > options_.max_chunk_bytes)
     fail_at<LimitError>(metadata_key(), "chunk_grid",
-                     "a read chunk decodes to " + std::to_string(read_chunk_bytes_) + " bytes, above the limit of " +
-                         std::to_string(options_.max_chunk_bytes));
+                        "a read chunk decodes to " + std::to_string(read_chunk_bytes_) + " bytes, above the limit of " +
+                            std::to_string(options_.max_chunk_bytes));
 }
 
 void Array::require_vlen(const char* what) const {
-  if (!meta_.data_type.vlen) throw UsageError(path_ + ": " + what + " needs a variable-length bytes array; this array holds " + meta_.data_type.name);
+  if (!meta_.data_type.vlen)
+    throw UsageError(path_ + ": " + what + " needs a variable-length bytes array; this array holds " +
+                     meta_.data_type.name);
 }
 
 Array::ChunkAddress Array::locate(const Coords& read_chunk) const {
@@ -159,10 +165,11 @@ std::optional<ShardIndex> Array::read_shard_index(const Coords& object) const {
   const std::string key = object_key(object);
   const std::uint64_t index_size = shard_index_size(chunks_per_object_count_, meta_.sharding->index_codecs);
   if (index_size > options_.max_chunk_bytes)
-    fail_at<LimitError>(key, "shard index",
-                     std::to_string(index_size) + " bytes exceeds the limit of " + std::to_string(options_.max_chunk_bytes));
+    fail_at<LimitError>(
+        key, "shard index",
+        std::to_string(index_size) + " bytes exceeds the limit of " + std::to_string(options_.max_chunk_bytes));
   const auto read = meta_.sharding->index_location == IndexLocation::End ? store_->get_suffix(key, index_size)
-                                                                          : store_->get_range(key, 0, index_size);
+                                                                         : store_->get_range(key, 0, index_size);
   if (!read) return std::nullopt;
   return ShardIndex::decode(read->bytes, chunks_per_object_count_, *meta_.sharding, read->object_size, key);
 }
@@ -172,12 +179,14 @@ std::optional<std::vector<std::byte>> Array::read_stored_chunk(const ShardIndex&
   if (!range) return std::nullopt;
   auto read = store_->get_range(index.key(), range->offset, range->nbytes);
   if (!read || read->bytes.size() != range->nbytes || read->object_size != index.object_size())
-    throw IoError(index.key() + ": shard object changed between reading its index and inner chunk " + std::to_string(inner),
-                  index.key(), "shard");
+    throw IoError(
+        index.key() + ": shard object changed between reading its index and inner chunk " + std::to_string(inner),
+        index.key(), "shard");
   return std::move(read->bytes);
 }
 
-std::vector<std::optional<std::vector<std::byte>>> Array::read_stored_chunks(const ShardIndex& index, std::uint64_t first,
+std::vector<std::optional<std::vector<std::byte>>> Array::read_stored_chunks(const ShardIndex& index,
+                                                                             std::uint64_t first,
                                                                              std::uint64_t last) const {
   std::vector<std::optional<std::vector<std::byte>>> out(last > first ? last - first : 0);
   std::vector<std::pair<std::uint64_t, ShardIndexEntry>> present;
@@ -199,8 +208,8 @@ std::vector<std::optional<std::vector<std::byte>>> Array::read_stored_chunks(con
   }
   const auto read = store_->get_range(index.key(), lo, hi - lo);
   if (!read || read->bytes.size() != hi - lo || read->object_size != index.object_size())
-    throw IoError(index.key() + ": shard object changed between reading its index and inner chunks " + std::to_string(first) +
-                      ".." + std::to_string(last - 1),
+    throw IoError(index.key() + ": shard object changed between reading its index and inner chunks " +
+                      std::to_string(first) + ".." + std::to_string(last - 1),
                   index.key(), "shard");
   for (const auto& [i, range] : present) {
     const auto begin = read->bytes.begin() + static_cast<std::ptrdiff_t>(range.offset - lo);
@@ -247,7 +256,8 @@ void Array::fill_chunk(std::span<std::byte> out) const {
 void Array::decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out, const ChunkRef& chunk) const {
   require_dense("decode_chunk");
   if (out.size() != read_chunk_bytes_)
-    throw UsageError(path_ + ": chunk buffer of " + std::to_string(out.size()) + " bytes, expected " + std::to_string(read_chunk_bytes_));
+    throw UsageError(path_ + ": chunk buffer of " + std::to_string(out.size()) + " bytes, expected " +
+                     std::to_string(read_chunk_bytes_));
   decode_dense_chunk(meta_.codecs, meta_.data_type, stored, out, options_.max_chunk_bytes, chunk);
 }
 
@@ -268,7 +278,8 @@ void Array::read_chunk(const Coords& read_chunk, std::span<std::byte> out) const
   const std::string key = object_key(at.object);
   const auto stored = read_stored_chunk(read_chunk);
   if (out.size() != read_chunk_bytes_)
-    throw UsageError(path_ + ": chunk buffer of " + std::to_string(out.size()) + " bytes, expected " + std::to_string(read_chunk_bytes_));
+    throw UsageError(path_ + ": chunk buffer of " + std::to_string(out.size()) + " bytes, expected " +
+                     std::to_string(read_chunk_bytes_));
   if (!stored) return fill_chunk(out);
   decode_chunk(*stored, out, ChunkRef{key, sharded(), at.inner});
 }
@@ -335,7 +346,8 @@ std::vector<std::byte> Array::read_box(const Box& box) const {
       for (std::size_t d = rank(); d-- > 0;) object[d] = first[d] + rest % count[d], rest /= count[d];
       const Box span = stored_span(object);
       bool whole = true;
-      for (std::size_t d = 0; d < rank(); ++d) whole = whole && box[d].begin <= span[d].begin && span[d].end <= box[d].end;
+      for (std::size_t d = 0; d < rank(); ++d)
+        whole = whole && box[d].begin <= span[d].begin && span[d].end <= box[d].end;
       if (whole || !sharded()) {
         // One GET for the whole object, then every read chunk from memory.
         const StoredObject obj = read_object(object);
@@ -384,7 +396,8 @@ std::uint64_t StoredObject::chunk_count() const noexcept { return array_->chunks
 
 std::optional<std::span<const std::byte>> StoredObject::stored_chunk(std::uint64_t inner) const {
   if (inner >= chunk_count())
-    throw UsageError(key_ + ": inner chunk " + std::to_string(inner) + " of an object holding " + std::to_string(chunk_count()));
+    throw UsageError(key_ + ": inner chunk " + std::to_string(inner) + " of an object holding " +
+                     std::to_string(chunk_count()));
   if (!bytes_) return std::nullopt;
   if (!index_) return std::span<const std::byte>(*bytes_);
   const auto range = index_->chunk_range(inner);
@@ -395,7 +408,8 @@ std::optional<std::span<const std::byte>> StoredObject::stored_chunk(std::uint64
 void StoredObject::read_chunk(std::uint64_t inner, std::span<std::byte> out) const {
   const auto stored = stored_chunk(inner);
   if (array_->data_type().vlen || out.size() != array_->read_chunk_bytes())
-    throw UsageError(key_ + ": read_chunk needs a dense array and a buffer of " + std::to_string(array_->read_chunk_bytes()) + " bytes");
+    throw UsageError(key_ + ": read_chunk needs a dense array and a buffer of " +
+                     std::to_string(array_->read_chunk_bytes()) + " bytes");
   if (!stored) return array_->fill_chunk(out);
   array_->decode_chunk(*stored, out, ref(inner));
 }

@@ -10,7 +10,9 @@
 namespace tessera::zarr {
 namespace {
 
-std::span<const std::byte> text_bytes(const std::string& s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
+std::span<const std::byte> text_bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
 
 }  // namespace
 
@@ -49,7 +51,8 @@ std::vector<std::byte> ArrayWriter::assemble_shard(std::span<const std::optional
   return data;
 }
 
-std::uint64_t ArrayWriter::write_encoded_object(const Coords& object, std::span<const std::optional<std::vector<std::byte>>> encoded) {
+std::uint64_t ArrayWriter::write_encoded_object(const Coords& object,
+                                                std::span<const std::optional<std::vector<std::byte>>> encoded) {
   const std::string key = array_.object_key(object);
   std::uint64_t present = 0;
   for (const auto& e : encoded) present += e ? 1 : 0;
@@ -72,7 +75,8 @@ std::optional<std::vector<std::byte>> ArrayWriter::encode_dense_read_chunk(std::
   return encode_dense_chunk(meta.codecs, meta.data_type, elements);
 }
 
-std::optional<std::vector<std::byte>> ArrayWriter::encode_vlen_read_chunk(std::span<const std::span<const std::byte>> elements) const {
+std::optional<std::vector<std::byte>> ArrayWriter::encode_vlen_read_chunk(
+    std::span<const std::span<const std::byte>> elements) const {
   const ArrayMeta& meta = array_.meta();
   if (!meta.data_type.vlen) throw UsageError(array_.path() + ": encode_vlen_read_chunk on a fixed-width array");
   if (elements.size() != array_.read_chunk_elements())
@@ -100,7 +104,8 @@ std::uint64_t ArrayWriter::write_dense_object(const Coords& object, std::span<co
     const Coords rc = array_.read_chunk_of(object, inner);
     if (!array_.in_read_chunk_grid(rc)) continue;
     Coords origin(array_.rank());
-    for (std::size_t d = 0; d < array_.rank(); ++d) origin[d] = (rc[d] - object[d] * array_.chunks_per_object()[d]) * inner_shape[d];
+    for (std::size_t d = 0; d < array_.rank(); ++d)
+      origin[d] = (rc[d] - object[d] * array_.chunks_per_object()[d]) * inner_shape[d];
     detail::for_each_run(inner_shape, origin, array_.object_shape(), zeros, inner_shape,
                          [&](std::uint64_t src, std::uint64_t dst, std::uint64_t run) {
                            std::memcpy(chunk.data() + dst * item, elements.data() + src * item, run * item);
@@ -111,7 +116,8 @@ std::uint64_t ArrayWriter::write_dense_object(const Coords& object, std::span<co
   return write_encoded_object(object, encoded);
 }
 
-std::uint64_t ArrayWriter::write_vlen_object(const Coords& object, std::span<const std::span<const std::byte>> elements) {
+std::uint64_t ArrayWriter::write_vlen_object(const Coords& object,
+                                             std::span<const std::span<const std::byte>> elements) {
   const ArrayMeta& meta = array_.meta();
   if (!meta.data_type.vlen) throw UsageError(array_.path() + ": write_vlen_object on a fixed-width array");
   array_.stored_span(object);
@@ -128,7 +134,8 @@ std::uint64_t ArrayWriter::write_vlen_object(const Coords& object, std::span<con
     const Coords rc = array_.read_chunk_of(object, inner);
     if (!array_.in_read_chunk_grid(rc)) continue;
     Coords origin(array_.rank());
-    for (std::size_t d = 0; d < array_.rank(); ++d) origin[d] = (rc[d] - object[d] * array_.chunks_per_object()[d]) * inner_shape[d];
+    for (std::size_t d = 0; d < array_.rank(); ++d)
+      origin[d] = (rc[d] - object[d] * array_.chunks_per_object()[d]) * inner_shape[d];
     bool all_empty = true;
     detail::for_each_run(inner_shape, origin, array_.object_shape(), zeros, inner_shape,
                          [&](std::uint64_t src, std::uint64_t dst, std::uint64_t run) {

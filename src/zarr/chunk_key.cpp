@@ -18,8 +18,7 @@ ChunkKeyEncoding decode_chunk_key_encoding(const Json& value, std::string_view k
     else if (member == "configuration" && v.is_object()) configuration = &v;
     else if (member == "name" || member == "configuration")
       fail_at<FormatError>(key, std::string(kWhere) + "." + member, "has the wrong JSON type");
-    else
-      fail_at<UnsupportedError>(key, kWhere, "unknown member \"" + member + "\"");
+    else fail_at<UnsupportedError>(key, kWhere, "unknown member \"" + member + "\"");
   }
   if (name == "default") out.kind = ChunkKeyEncoding::Kind::Default;
   else if (name == "v2") out.kind = ChunkKeyEncoding::Kind::V2, out.separator = '.';
@@ -29,7 +28,8 @@ ChunkKeyEncoding decode_chunk_key_encoding(const Json& value, std::string_view k
       if (member != "separator")
         fail_at<UnsupportedError>(key, std::string(kWhere) + ".configuration", "unknown member \"" + member + "\"");
       if (v != "/" && v != ".")
-        fail_at<FormatError>(key, std::string(kWhere) + ".configuration.separator", "must be \"/\" or \".\", got " + v.dump());
+        fail_at<FormatError>(key, std::string(kWhere) + ".configuration.separator",
+                             "must be \"/\" or \".\", got " + v.dump());
       out.separator = v.get<std::string>()[0];
     }
   }
@@ -63,7 +63,8 @@ std::optional<std::vector<std::uint64_t>> parse_chunk_key(const ChunkKeyEncoding
     return std::nullopt;
   }
   const auto bad = [&](const std::string& why) {
-    fail_at<FormatError>(store_key, "chunk key", "\"" + std::string(key) + "\" is not a chunk key of this array: " + why);
+    fail_at<FormatError>(store_key, "chunk key",
+                         "\"" + std::string(key) + "\" is not a chunk key of this array: " + why);
   };
   std::vector<std::uint64_t> coords;
   while (true) {

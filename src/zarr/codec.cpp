@@ -45,7 +45,7 @@ bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> s
             [&](const Crc32cCodec&) {
               if (cur.size() < kCrcBytes)
                 fail_at<FormatError>(chunk.key, chunk.label() + " crc32c",
-                                  "is " + std::to_string(cur.size()) + " bytes, shorter than its checksum");
+                                     "is " + std::to_string(cur.size()) + " bytes, shorter than its checksum");
               const auto payload = cur.first(cur.size() - kCrcBytes);
               const std::uint32_t stored_crc = load_le<std::uint32_t>(cur.data() + payload.size());
               const std::uint32_t computed = codec::crc32c(payload);
@@ -98,7 +98,8 @@ std::vector<std::byte> encode_bytes_to_bytes(const CodecChain& chain, std::vecto
 
 void swap_elements(std::span<std::byte> bytes, std::size_t size) {
   for (std::size_t off = 0; off + size <= bytes.size(); off += size)
-    std::reverse(bytes.begin() + static_cast<std::ptrdiff_t>(off), bytes.begin() + static_cast<std::ptrdiff_t>(off + size));
+    std::reverse(bytes.begin() + static_cast<std::ptrdiff_t>(off),
+                 bytes.begin() + static_cast<std::ptrdiff_t>(off + size));
 }
 
 bool big_endian(const CodecChain& chain) {
@@ -115,8 +116,8 @@ void decode_dense_chunk(const CodecChain& chain, const DataType& type, std::span
   if (!decode_bytes_to_bytes(chain, stored, cur, scratch, &out, max_bytes, chunk)) {
     if (cur.size() != out.size())
       fail_at<FormatError>(chunk.key, chunk.label() + " bytes",
-                        "decodes to " + std::to_string(cur.size()) + " bytes, the chunk needs " + std::to_string(out.size()) +
-                            " (chunk shape x itemsize)");
+                           "decodes to " + std::to_string(cur.size()) + " bytes, the chunk needs " +
+                               std::to_string(out.size()) + " (chunk shape x itemsize)");
     if (!out.empty()) std::memcpy(out.data(), cur.data(), out.size());
   }
   if (big_endian(chain) && type.item_size() > 1) swap_elements(out, type.item_size());
@@ -124,8 +125,8 @@ void decode_dense_chunk(const CodecChain& chain, const DataType& type, std::span
     for (std::size_t i = 0; i < out.size(); ++i)
       if (std::to_integer<unsigned>(out[i]) > 1)
         fail_at<FormatError>(chunk.key, chunk.label() + " bytes",
-                          "bool element " + std::to_string(i) + " is " + std::to_string(std::to_integer<unsigned>(out[i])) +
-                              " (only 0 and 1 are valid)");
+                             "bool element " + std::to_string(i) + " is " +
+                                 std::to_string(std::to_integer<unsigned>(out[i])) + " (only 0 and 1 are valid)");
   }
 }
 
@@ -165,8 +166,9 @@ void decode_vlen_chunk_into(const CodecChain& chain, std::span<const std::byte> 
   };
   decode_bytes_to_bytes(chain, stored, cur, framed, nullptr, max_bytes, chunk, check_start);
   if (cur.size() > max_bytes)
-    fail_at<LimitError>(chunk.key, chunk.label(),
-                     "decoded size " + std::to_string(cur.size()) + " exceeds the limit of " + std::to_string(max_bytes) + " bytes");
+    fail_at<LimitError>(
+        chunk.key, chunk.label(),
+        "decoded size " + std::to_string(cur.size()) + " exceeds the limit of " + std::to_string(max_bytes) + " bytes");
   // Own the framed bytes: they are in the buffer when a decoder ran, else a view of `stored`.
   if (!framed.empty() && cur.data() == framed.data()) framed.resize(cur.size());
   else framed.assign(cur.begin(), cur.end());
@@ -174,7 +176,8 @@ void decode_vlen_chunk_into(const CodecChain& chain, std::span<const std::byte> 
   out = VlenChunk(std::move(storage.bytes), std::move(storage.elements));
 }
 
-std::vector<std::byte> encode_vlen_chunk(const CodecChain& chain, std::span<const std::span<const std::byte>> elements) {
+std::vector<std::byte> encode_vlen_chunk(const CodecChain& chain,
+                                         std::span<const std::span<const std::byte>> elements) {
   return encode_bytes_to_bytes(chain, frame_vlen(elements));
 }
 

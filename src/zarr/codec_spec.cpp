@@ -45,7 +45,7 @@ void only_members(const CodecObject& c, std::initializer_list<std::string_view> 
     for (const auto a : allowed) ok = ok || member == a;
     if (!ok)
       fail_at<UnsupportedError>(key, path + ".configuration",
-                             "unknown member \"" + member + "\" in the configuration of codec \"" + c.name + "\"");
+                                "unknown member \"" + member + "\" in the configuration of codec \"" + c.name + "\"");
   }
 }
 
@@ -79,8 +79,8 @@ std::vector<std::uint64_t> read_shape(const Json* value, const std::string& path
 IndexCodecs read_index_codecs(const Json* value, const std::string& path, std::string_view key) {
   const auto refuse = [&] {
     fail_at<FormatError>(key, path,
-                      "only [bytes] or [bytes, crc32c] are supported as index codecs, got " +
-                          (value ? value->dump() : std::string("nothing")));
+                         "only [bytes] or [bytes, crc32c] are supported as index codecs, got " +
+                             (value ? value->dump() : std::string("nothing")));
   };
   if (!value || !value->is_array() || value->empty() || value->size() > 2) refuse();
   IndexCodecs out;
@@ -143,7 +143,8 @@ CodecList read_list(const Json& value, const std::string& path, std::string_view
     const bool bytes_to_bytes = c.name == "zstd" || c.name == "crc32c" || c.name == "gzip";
     if (array_to_bytes) {
       if (have_array_to_bytes)
-        fail_at<FormatError>(key, p, "a codec list holds exactly one array->bytes codec; \"" + c.name + "\" is a second one");
+        fail_at<FormatError>(key, p,
+                             "a codec list holds exactly one array->bytes codec; \"" + c.name + "\" is a second one");
       have_array_to_bytes = true;
       if (c.name == "bytes") {
         out.chain.array_to_bytes = BytesCodec{read_endian(c, p, key)};
@@ -173,7 +174,9 @@ CodecList read_list(const Json& value, const std::string& path, std::string_view
       fail_at<UnsupportedError>(key, p, "unknown codec \"" + c.name + "\"");
     }
   }
-  if (!have_array_to_bytes) fail_at<FormatError>(key, path, "a codec list needs one array->bytes codec (bytes, vlen-bytes or sharding_indexed)");
+  if (!have_array_to_bytes)
+    fail_at<FormatError>(key, path,
+                         "a codec list needs one array->bytes codec (bytes, vlen-bytes or sharding_indexed)");
   return out;
 }
 
@@ -181,28 +184,30 @@ Json endian_json(Endian e) { return e == Endian::Little ? "little" : "big"; }
 
 Json chain_json(const CodecChain& chain, std::size_t item_size) {
   Json list = Json::array();
-  list.push_back(std::visit(Overloaded{
-                                [&](const BytesCodec& bytes) {
-                                  Json codec = {{"name", "bytes"}};
-                                  if (item_size != 1)
-                                    codec["configuration"] = {
-                                        {"endian", endian_json(bytes.endian.value_or(Endian::Little))}};
-                                  return codec;
-                                },
-                                [](const VlenBytesCodec&) {
-                                  return Json{{"name", "vlen-bytes"}, {"configuration", Json::object()}};
-                                },
-                            },
-                            chain.array_to_bytes));
+  list.push_back(
+      std::visit(Overloaded{
+                     [&](const BytesCodec& bytes) {
+                       Json codec = {{"name", "bytes"}};
+                       if (item_size != 1)
+                         codec["configuration"] = {{"endian", endian_json(bytes.endian.value_or(Endian::Little))}};
+                       return codec;
+                     },
+                     [](const VlenBytesCodec&) {
+                       return Json{{"name", "vlen-bytes"}, {"configuration", Json::object()}};
+                     },
+                 },
+                 chain.array_to_bytes));
   for (const auto& step : chain.bytes_to_bytes) {
-    list.push_back(std::visit(Overloaded{
-                                  [](const ZstdCodec& z) {
-                                    return Json{{"name", "zstd"},
-                                                {"configuration", {{"level", z.level}, {"checksum", z.checksum}}}};
-                                  },
-                                  [](const Crc32cCodec&) { return Json{{"name", "crc32c"}}; },
-                              },
-                              step));
+    list.push_back(std::visit(
+        Overloaded{
+            [](const ZstdCodec& z) {
+              return Json{{"name", "zstd"}, {"configuration", {{"level", z.level}, {"checksum", z.checksum}}}};
+            },
+            [](const Crc32cCodec&) {
+              return Json{{"name", "crc32c"}};
+            },
+        },
+        step));
   }
   return list;
 }

@@ -77,8 +77,9 @@ FillValue float_fill(const Json& value, DType t, std::size_t size, std::string_v
     return {out};
   }
   fail_at<FormatError>(key, "fill_value",
-                    "\"" + s + "\" is not a float fill value (a number, \"NaN\", \"Infinity\", \"-Infinity\" or \"0x\" + " +
-                        std::to_string(2 * size) + " hex digits)");
+                       "\"" + s +
+                           "\" is not a float fill value (a number, \"NaN\", \"Infinity\", \"-Infinity\" or \"0x\" + " +
+                           std::to_string(2 * size) + " hex digits)");
 }
 
 template <typename T>
@@ -145,7 +146,8 @@ void refuse_ragged2(std::string_view array_path, std::string_view key, std::stri
       array +
           ": zagg-ragged/2 array (typed vlen-ndarray data type); tessera reads zagg-ragged/1 only.\n"
           "The chunk bytes of /2 and /1 are identical: rewriting this array's zarr.json in the /1 form\n"
-          "(data_type \"variable_length_bytes\", codec \"vlen-bytes\", attributes.ragged = {\"spec\": \"zagg-ragged/1\",\n"
+          "(data_type \"variable_length_bytes\", codec \"vlen-bytes\", attributes.ragged = {\"spec\": "
+          "\"zagg-ragged/1\",\n"
           "\"element\": {...}}) makes it readable without touching data.",
       std::string(key), std::string(structure));
 }
@@ -185,11 +187,13 @@ FillValue decode_fill_value(const Json& value, const DataType& type, std::string
     // The bytes extension reads a string fill either raw or as base64; only "" means the same
     // (the empty byte string) under both.
     if (value.is_string() && value.get_ref<const std::string&>().empty()) return {};
-    fail_at<FormatError>(key, "fill_value", "the fill value of a variable-length bytes array must be \"\", got " + value.dump());
+    fail_at<FormatError>(key, "fill_value",
+                         "the fill value of a variable-length bytes array must be \"\", got " + value.dump());
   }
   switch (type.dtype) {
     case DType::Bool:
-      if (!value.is_boolean()) fail_at<FormatError>(key, "fill_value", "a bool fill value must be true or false, got " + value.dump());
+      if (!value.is_boolean())
+        fail_at<FormatError>(key, "fill_value", "a bool fill value must be true or false, got " + value.dump());
       return {le_bytes(static_cast<std::uint8_t>(value.get<bool>() ? 1 : 0))};
     case DType::U8: return integer_fill<std::uint8_t>(value, type.name, key);
     case DType::U16: return integer_fill<std::uint16_t>(value, type.name, key);

@@ -7,13 +7,15 @@
 namespace tessera::zarr {
 namespace {
 
-std::optional<codec::json::Json> read_node(const io::Store& store, const std::string& path, const NodeErrorSink& on_error) {
+std::optional<codec::json::Json> read_node(const io::Store& store, const std::string& path,
+                                           const NodeErrorSink& on_error) {
   const std::string key = io::join_key(path, kMetadataName);
   const auto bytes = store.get(key);
   if (!bytes) return std::nullopt;
   try {
     (void)decode_node(*bytes, key);  // refuses exactly what the readers would refuse
-    return codec::json::parse_strict(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()), key);
+    return codec::json::parse_strict(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()),
+                                     key);
   } catch (const Error& e) {
     if (!on_error) throw;
     on_error(key, e);

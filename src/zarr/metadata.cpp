@@ -31,7 +31,8 @@ void check_extension_member(const std::string& name, const Json& value, std::str
     const auto mu = value.find("must_understand");
     if (mu != value.end() && *mu == false) return;
   }
-  fail_at<UnsupportedError>(key, name, "unknown metadata member \"" + name + "\" (not marked \"must_understand\": false)");
+  fail_at<UnsupportedError>(key, name,
+                            "unknown metadata member \"" + name + "\" (not marked \"must_understand\": false)");
 }
 
 const Json& required(const Json& doc, const char* name, std::string_view key) {
@@ -66,7 +67,8 @@ std::vector<std::uint64_t> read_chunk_grid(const Json& value, std::string_view k
   if (!configuration || !configuration->is_object() || !configuration->contains("chunk_shape"))
     fail_at<FormatError>(key, "chunk_grid.configuration", "must be an object with \"chunk_shape\"");
   for (const auto& [member, _] : configuration->items())
-    if (member != "chunk_shape") fail_at<UnsupportedError>(key, "chunk_grid.configuration", "unknown member \"" + member + "\"");
+    if (member != "chunk_shape")
+      fail_at<UnsupportedError>(key, "chunk_grid.configuration", "unknown member \"" + member + "\"");
   return read_uint_list((*configuration)["chunk_shape"], "chunk_grid.configuration.chunk_shape", true, key);
 }
 
@@ -83,7 +85,8 @@ GroupMeta decode_group_members(const Json& doc, std::string_view key) {
       out.attributes = v;
     } else if (member == "consolidated_metadata") {
       // zarr-python's consolidated listing: a cache, never authoritative; ignored.
-      if (!v.is_null() && !v.is_object()) fail_at<FormatError>(key, "consolidated_metadata", "must be null or an object");
+      if (!v.is_null() && !v.is_object())
+        fail_at<FormatError>(key, "consolidated_metadata", "must be null or an object");
     } else {
       check_extension_member(member, v, key);
     }
@@ -158,37 +161,42 @@ void validate(const ArrayMeta& meta, std::string_view key) {
   if (rank == 0) fail_at<UnsupportedError>(key, "shape", "0-d arrays are not supported");
   const auto rank_text = std::to_string(rank);
   if (meta.chunk_shape.size() != rank)
-    fail_at<FormatError>(key, "chunk_grid.configuration.chunk_shape",
-                      "has " + std::to_string(meta.chunk_shape.size()) + " entries for a rank-" + rank_text + " array");
+    fail_at<FormatError>(
+        key, "chunk_grid.configuration.chunk_shape",
+        "has " + std::to_string(meta.chunk_shape.size()) + " entries for a rank-" + rank_text + " array");
   for (const auto c : meta.chunk_shape)
     if (c == 0) fail_at<FormatError>(key, "chunk_grid.configuration.chunk_shape", "entries must be at least 1");
   if (meta.dimension_names && meta.dimension_names->size() != rank)
-    fail_at<FormatError>(key, "dimension_names",
-                      "has " + std::to_string(meta.dimension_names->size()) + " entries for a rank-" + rank_text + " array");
+    fail_at<FormatError>(
+        key, "dimension_names",
+        "has " + std::to_string(meta.dimension_names->size()) + " entries for a rank-" + rank_text + " array");
   if (meta.sharding) {
     const auto& inner = meta.sharding->chunk_shape;
     const std::string where = "codecs[0].configuration.chunk_shape";
     if (inner.size() != rank)
-      fail_at<FormatError>(key, where, "has " + std::to_string(inner.size()) + " entries for a rank-" + rank_text + " array");
+      fail_at<FormatError>(key, where,
+                           "has " + std::to_string(inner.size()) + " entries for a rank-" + rank_text + " array");
     for (std::size_t d = 0; d < rank; ++d)
       if (inner[d] == 0 || meta.chunk_shape[d] % inner[d] != 0)
         fail_at<FormatError>(key, where,
-                          "inner chunk " + std::to_string(inner[d]) + " on axis " + std::to_string(d) +
-                              " does not divide the shard's " + std::to_string(meta.chunk_shape[d]));
+                             "inner chunk " + std::to_string(inner[d]) + " on axis " + std::to_string(d) +
+                                 " does not divide the shard's " + std::to_string(meta.chunk_shape[d]));
   }
   const std::string chain_where = meta.sharding ? "codecs[0].configuration.codecs" : "codecs";
   if (meta.data_type.vlen && !meta.codecs.is_vlen())
-    fail_at<FormatError>(key, chain_where, "the bytes codec cannot encode the variable-length type " + meta.data_type.name);
+    fail_at<FormatError>(key, chain_where,
+                         "the bytes codec cannot encode the variable-length type " + meta.data_type.name);
   if (!meta.data_type.vlen && meta.codecs.is_vlen())
     fail_at<FormatError>(key, chain_where, "vlen-bytes cannot encode the fixed-width type " + meta.data_type.name);
   if (const auto* bytes = std::get_if<BytesCodec>(&meta.codecs.array_to_bytes);
       bytes && !bytes->endian && meta.data_type.item_size() > 1)
-    fail_at<FormatError>(key, chain_where, "the bytes codec must name its endian for the " +
-                                            std::to_string(meta.data_type.item_size()) + "-byte type " + meta.data_type.name);
+    fail_at<FormatError>(key, chain_where,
+                         "the bytes codec must name its endian for the " + std::to_string(meta.data_type.item_size()) +
+                             "-byte type " + meta.data_type.name);
   if (meta.fill_value.element.size() != meta.data_type.item_size())
     fail_at<FormatError>(key, "fill_value",
-                      "holds " + std::to_string(meta.fill_value.element.size()) + " bytes; " + meta.data_type.name +
-                          " needs " + std::to_string(meta.data_type.item_size()));
+                         "holds " + std::to_string(meta.fill_value.element.size()) + " bytes; " + meta.data_type.name +
+                             " needs " + std::to_string(meta.data_type.item_size()));
 }
 
 std::string encode(const ArrayMeta& meta) {

@@ -47,11 +47,12 @@ ShardIndex ShardIndex::decode(std::span<const std::byte> index_bytes, std::uint6
   const std::uint64_t index_size = shard_index_size(entries, spec.index_codecs);
   if (object_size < index_size)
     fail_at<FormatError>(key, kStructure,
-                      "object of " + std::to_string(object_size) + " bytes is shorter than its " +
-                          std::to_string(index_size) + "-byte index");
+                         "object of " + std::to_string(object_size) + " bytes is shorter than its " +
+                             std::to_string(index_size) + "-byte index");
   if (index_bytes.size() != index_size)
-    fail_at<FormatError>(key, kStructure,
-                      "read " + std::to_string(index_bytes.size()) + " index bytes, expected " + std::to_string(index_size));
+    fail_at<FormatError>(
+        key, kStructure,
+        "read " + std::to_string(index_bytes.size()) + " index bytes, expected " + std::to_string(index_size));
   const std::uint64_t table = entries * kShardIndexEntryBytes;
   if (spec.index_codecs.crc32c) {
     const std::uint32_t stored = load_le<std::uint32_t>(index_bytes.data() + table);
@@ -86,8 +87,9 @@ std::optional<ShardIndexEntry> ShardIndex::chunk_range(std::uint64_t id) const {
   const auto end = add_u64(e.offset, e.nbytes);
   if (!end || e.offset < region_.begin || *end > region_.end)
     fail_at<FormatError>(key_, where,
-                      "range [" + std::to_string(e.offset) + ", +" + std::to_string(e.nbytes) + ") lies outside the data region [" +
-                          std::to_string(region_.begin) + ", " + std::to_string(region_.end) + ")");
+                         "range [" + std::to_string(e.offset) + ", +" + std::to_string(e.nbytes) +
+                             ") lies outside the data region [" + std::to_string(region_.begin) + ", " +
+                             std::to_string(region_.end) + ")");
   return e;
 }
 

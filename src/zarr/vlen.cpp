@@ -12,10 +12,12 @@ namespace tessera::zarr {
 
 std::vector<std::byte> frame_vlen(std::span<const std::span<const std::byte>> elements) {
   constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
-  if (elements.size() > kMax) throw LimitError("vlen-bytes: " + std::to_string(elements.size()) + " elements do not fit a u32 count");
+  if (elements.size() > kMax)
+    throw LimitError("vlen-bytes: " + std::to_string(elements.size()) + " elements do not fit a u32 count");
   std::uint64_t total = kVlenCountBytes;
   for (const auto& e : elements) {
-    if (e.size() > kMax) throw LimitError("vlen-bytes: an element of " + std::to_string(e.size()) + " bytes does not fit a u32 length");
+    if (e.size() > kMax)
+      throw LimitError("vlen-bytes: an element of " + std::to_string(e.size()) + " bytes does not fit a u32 length");
     total = checked_add(total, kVlenLengthBytes + e.size(), "vlen-bytes chunk size");
   }
   std::vector<std::byte> out;
@@ -47,18 +49,21 @@ void walk_vlen_framing(std::span<const std::byte> framed, std::uint64_t frame_si
   const bool known = frame_size != kVlenFrameSizeUnknown;
   const bool whole = framed.size() == frame_size;
   if (known && frame_size < kVlenCountBytes)
-    fail_at<FormatError>(chunk.key, structure, "is " + std::to_string(frame_size) + " bytes, too short for the element count");
+    fail_at<FormatError>(chunk.key, structure,
+                         "is " + std::to_string(frame_size) + " bytes, too short for the element count");
   if (framed.size() < kVlenCountBytes) return;
   const std::uint32_t count = load_le<std::uint32_t>(framed.data());
   if (count != expected_count)
-    fail_at<FormatError>(chunk.key, structure,
-                      "element count " + std::to_string(count) + " != the chunk's " + std::to_string(expected_count) + " elements");
+    fail_at<FormatError>(
+        chunk.key, structure,
+        "element count " + std::to_string(count) + " != the chunk's " + std::to_string(expected_count) + " elements");
   // Each element needs at least its length field: a count that cannot fit is refused before
   // the element table is allocated.
   if (known && (frame_size - kVlenCountBytes) / kVlenLengthBytes < count)
     fail_at<FormatError>(chunk.key, structure,
-                      std::to_string(count) + " elements need at least " + std::to_string(std::uint64_t{count} * kVlenLengthBytes) +
-                          " bytes of lengths, only " + std::to_string(frame_size - kVlenCountBytes) + " remain");
+                         std::to_string(count) + " elements need at least " +
+                             std::to_string(std::uint64_t{count} * kVlenLengthBytes) + " bytes of lengths, only " +
+                             std::to_string(frame_size - kVlenCountBytes) + " remain");
   if (out) out->resize(count);
   std::uint64_t pos = kVlenCountBytes;
   for (std::uint32_t i = 0; i < count; ++i) {
@@ -69,14 +74,14 @@ void walk_vlen_framing(std::span<const std::byte> framed, std::uint64_t frame_si
     pos += kVlenLengthBytes;
     if (known && frame_size - pos < length)
       fail_at<FormatError>(chunk.key, structure,
-                        "element " + std::to_string(i) + ": length " + std::to_string(length) + " exceeds the " +
-                            std::to_string(frame_size - pos) + " remaining bytes");
+                           "element " + std::to_string(i) + ": length " + std::to_string(length) + " exceeds the " +
+                               std::to_string(frame_size - pos) + " remaining bytes");
     if (out) (*out)[i] = {pos, length};
     pos += length;
   }
   if ((whole && pos != frame_size) || (!whole && pos < framed.size()))
     fail_at<FormatError>(chunk.key, structure,
-                      std::to_string((whole ? frame_size : framed.size()) - pos) + " bytes follow the last element");
+                         std::to_string((whole ? frame_size : framed.size()) - pos) + " bytes follow the last element");
   if (!whole && known && pos != frame_size)
     fail_at<FormatError>(chunk.key, structure, std::to_string(frame_size - pos) + " bytes follow the last element");
 }

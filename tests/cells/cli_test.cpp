@@ -35,28 +35,34 @@ const char* kSmallInfo =
     "format:         deltacells-dataset version 1\n";
 
 TEST(CellsCli, InfoGolden) {
-  for (const std::vector<std::string>& cmd : {std::vector<std::string>{"cells", "info"}, std::vector<std::string>{"info"}}) {
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{"cells", "info"}, std::vector<std::string>{"info"}}) {
     auto args = cmd;
     args.push_back(small_dir().string());
     const auto r = run_cli(args);
     ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.out, "dataset:        local:" + fs::absolute(small_dir()).lexically_normal().string() + "\n" + kSmallInfo);
+    EXPECT_EQ(r.out,
+              "dataset:        local:" + fs::absolute(small_dir()).lexically_normal().string() + "\n" + kSmallInfo);
     EXPECT_EQ(r.err, "");
   }
   const auto uri = run_cli({"cells", "info", "file://" + small_dir().string()});
   EXPECT_EQ(uri.rc, 0) << uri.err;
   const auto bad = run_cli({"cells", "info", "ftp://host/prefix"});
   EXPECT_EQ(bad.rc, 1);
-  EXPECT_EQ(bad.err, "error: unsupported URI scheme ftp:// (supported: local paths, file://, http://, https://, s3://, gs://)\n");
+  EXPECT_EQ(
+      bad.err,
+      "error: unsupported URI scheme ftp:// (supported: local paths, file://, http://, https://, s3://, gs://)\n");
 }
 
 TEST(CellsCli, VerifyGolden) {
-  for (const std::vector<std::string>& cmd : {std::vector<std::string>{"cells", "verify"}, std::vector<std::string>{"verify"}}) {
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{"cells", "verify"}, std::vector<std::string>{"verify"}}) {
     auto args = cmd;
     args.push_back(small_dir().string());
     const auto r = run_cli(args);
     ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_TRUE(std::regex_match(r.out, std::regex("verified 1/3 tiles\nverified 3/3 tiles\nOK: 3 tiles, 10 cells in [0-9]+\\.[0-9]s\n")))
+    EXPECT_TRUE(std::regex_match(
+        r.out, std::regex("verified 1/3 tiles\nverified 3/3 tiles\nOK: 3 tiles, 10 cells in [0-9]+\\.[0-9]s\n")))
         << r.out;
     EXPECT_EQ(r.err, "");
   }
@@ -66,7 +72,8 @@ TEST(CellsCli, VerifyReportsMismatchesAndWarnings) {
   TempDir tmp;
   fs::copy(small_dir(), tmp / "ds", fs::copy_options::recursive);
   fs::permissions(tmp / "ds", fs::perms::owner_all, fs::perm_options::add);
-  for (const auto& e : fs::recursive_directory_iterator(tmp / "ds")) fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add);
+  for (const auto& e : fs::recursive_directory_iterator(tmp / "ds"))
+    fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add);
   std::string manifest = read_file_text(tmp / "ds/manifest.json");
   const std::string good = manifest;
   manifest.replace(manifest.find("\"format\""), 8, "\"extra\": 1,\n  \"format\"");
@@ -124,8 +131,8 @@ TEST(CellsCli, ConvertNeedsExactlyOneInputKind) {
                "--no-obs", "--no-var"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("no input matches " + (tmp / "a*.h5ad").string()), std::string::npos) << r.err;
-  r = run_cli({"cells", "convert", "--10x-h5", "a.h5", "--output", (tmp / "o").string(), "--no-obs", "--no-var",
-               "--use-raw"});
+  r = run_cli(
+      {"cells", "convert", "--10x-h5", "a.h5", "--output", (tmp / "o").string(), "--no-obs", "--no-var", "--use-raw"});
   EXPECT_EQ(r.rc, 2) << r.err;
   r = run_cli({"cells", "convert", "--h5ad-glob", "a.h5ad", "--output", (tmp / "o").string(), "--no-obs", "--no-var",
                "--10x-genome", "hg19"});
@@ -212,7 +219,8 @@ TEST(CellsCli, IndependentPythonDecoderReadsTesseraTiles) {
     EXPECT_EQ(got["indices"].get<std::vector<std::int64_t>>(), m.indices);
     EXPECT_EQ(got["values"].get<std::vector<std::int64_t>>(), vals);
     const auto info = run_cli({"cells", "info", (tmp / "ds").string()});
-    EXPECT_NE(info.out.find("format:         deltacells-dataset version " + std::to_string(version)), std::string::npos);
+    EXPECT_NE(info.out.find("format:         deltacells-dataset version " + std::to_string(version)),
+              std::string::npos);
   }
 }
 

@@ -41,9 +41,25 @@ using test::have_anndata;
 using Env = std::vector<std::pair<std::string, std::string>>;
 
 std::vector<std::string> convert_args(const TempDir& root, const fs::path& out, bool overwrite) {
-  std::vector<std::string> args{tessera::testing::cli_path(), "cells", "convert", "--h5ad-glob", (root / "part_*.h5ad").string(),
-                                "--no-obs", "--no-var", "--output", out.string(), "--tile-size", "150", "--chunks", "2",
-                                "--level", "19", "--workers", "2", "--threads", "1"};
+  std::vector<std::string> args{tessera::testing::cli_path(),
+                                "cells",
+                                "convert",
+                                "--h5ad-glob",
+                                (root / "part_*.h5ad").string(),
+                                "--no-obs",
+                                "--no-var",
+                                "--output",
+                                out.string(),
+                                "--tile-size",
+                                "150",
+                                "--chunks",
+                                "2",
+                                "--level",
+                                "19",
+                                "--workers",
+                                "2",
+                                "--threads",
+                                "1"};
   if (overwrite) args.push_back("--overwrite");
   return args;
 }
@@ -72,9 +88,9 @@ class ConvertKill : public ::testing::Test {
   void SetUp() override {
     TESSERA_REQUIRE_FEATURE(Hdf5);
     if (!have_anndata()) GTEST_SKIP() << "needs /usr/bin/python3 with anndata, h5py and scipy";
-    const auto w = run_process({"/usr/bin/python3", test::h5ad_fixtures_script(),
-                                "write", root_.path().string(), "--cells", "3000", "--genes", "300", "--splits", "3",
-                                "--layouts", "csr,csc,dense", "--seed", "21"});
+    const auto w =
+        run_process({"/usr/bin/python3", test::h5ad_fixtures_script(), "write", root_.path().string(), "--cells",
+                     "3000", "--genes", "300", "--splits", "3", "--layouts", "csr,csc,dense", "--seed", "21"});
     ASSERT_EQ(w.rc, 0) << w.err;
     // One uninterrupted, traced run: the dataset every complete run must reproduce, and the
     // points a fresh run passes.
@@ -138,7 +154,9 @@ TEST_F(ConvertKill, OverwriteNeverLosesThePreviousDataset) {
   // The points an overwrite passes, traced on a copy of the previous dataset.
   const fs::path traced = root_ / "traced";
   fs::copy(out, traced, fs::copy_options::recursive);
-  ASSERT_EQ(run_convert(convert_args(root_, traced, true), {{"TESSERA_TEST_TRACE", (root_ / "overwrite.trace").string()}}), 0);
+  ASSERT_EQ(
+      run_convert(convert_args(root_, traced, true), {{"TESSERA_TEST_TRACE", (root_ / "overwrite.trace").string()}}),
+      0);
   const auto passes = testing::read_trace(root_ / "overwrite.trace");
   ASSERT_EQ(passes.count("cells.dataset_swapped"), 1u);
   ASSERT_EQ(passes.at("cells.dataset_swapped"), 1u);
@@ -150,7 +168,8 @@ TEST_F(ConvertKill, OverwriteNeverLosesThePreviousDataset) {
     SCOPED_TRACE("killed at " + kill_at(point));
     ++runs;
     const bool swapped = point.first == "cells.dataset_swapped";
-    const pid_t pid = start_process(convert_args(root_, out, true), {.env = {{"TESSERA_TEST_KILL_AT", kill_at(point)}}});
+    const pid_t pid =
+        start_process(convert_args(root_, out, true), {.env = {{"TESSERA_TEST_KILL_AT", kill_at(point)}}});
     EXPECT_EQ(wait_process(pid), 128 + SIGKILL);
     ASSERT_TRUE(fs::exists(out / "manifest.json")) << "the kill lost the dataset";
     EXPECT_EQ(read_file_text(out / "manifest.json"), swapped ? reference_manifest_ : old_manifest);
@@ -175,9 +194,9 @@ TEST_F(ConvertKill, SigtermRemovesThePartialOutput) {
   const fs::path hooks = root_ / "term-hooks";
   fs::create_directories(hooks);
   // Pause after the first tile, stop the converter there, and let it go on.
-  const pid_t pid = start_process(convert_args(root_, out, false),
-                                  {.env = {{"TESSERA_TEST_PAUSE_AT", "cells.tile_written:1"},
-                                           {"TESSERA_TEST_PAUSE_DIR", hooks.string()}}});
+  const pid_t pid = start_process(
+      convert_args(root_, out, false),
+      {.env = {{"TESSERA_TEST_PAUSE_AT", "cells.tile_written:1"}, {"TESSERA_TEST_PAUSE_DIR", hooks.string()}}});
   const bool paused = testing::wait_until([&] { return fs::exists(hooks / "cells.tile_written.reached"); },
                                           "the converter to write its first tile");
   ::kill(pid, paused ? SIGTERM : SIGKILL);

@@ -27,9 +27,7 @@ using tessera::testing::TempDir;
 
 fs::path dc_dir() { return tessera::testing::conformance_dir() / "deltacells"; }
 fs::path small_dir() { return dc_dir() / "dataset_small"; }
-Json expected_small() {
-  return codec::json::parse_strict(read_file_text(dc_dir() / "expected_dataset_small.json"));
-}
+Json expected_small() { return codec::json::parse_strict(read_file_text(dc_dir() / "expected_dataset_small.json")); }
 
 std::vector<std::int64_t> parse_cells(const std::string& key) {
   std::vector<std::int64_t> out;
@@ -63,13 +61,14 @@ MemoryCsrSource small_source(const Json& e) {
 TEST(DatasetSmall, OpensAndAnswersExpected) {
   const Json e = expected_small();
   for (const int decode_threads : {1, 2}) {
-    auto ds = Dataset::open(small_dir().string(), {.max_cached_tiles = 1, .max_prefetch_tiles = 2,
-                                                   .decode_threads = decode_threads});
+    auto ds = Dataset::open(small_dir().string(),
+                            {.max_cached_tiles = 1, .max_prefetch_tiles = 2, .decode_threads = decode_threads});
     EXPECT_EQ(ds->n_cells(), 10u);
     EXPECT_EQ(ds->n_genes(), 6u);
     EXPECT_EQ(ds->version(), 1u);
     EXPECT_EQ(ds->limits(), e["limits"].get<std::vector<std::uint64_t>>());
-    for (const auto& [cell, tile] : e["tile_of"].items()) EXPECT_EQ(ds->tile_of(std::stoull(cell)), tile.get<std::uint64_t>());
+    for (const auto& [cell, tile] : e["tile_of"].items())
+      EXPECT_EQ(ds->tile_of(std::stoull(cell)), tile.get<std::uint64_t>());
     EXPECT_EQ(ds->gene_order(), e["gene_order"].get<std::vector<std::int32_t>>());
     EXPECT_EQ(ds->var_names(), e["var_names_stored_order"].get<std::vector<std::string>>());
     for (const auto& [key, want] : e["get_batch"].items()) {
@@ -138,7 +137,8 @@ TEST(DatasetWriter, ReproducesDatasetSmallByteForByte) {
     o.workers = workers;
     o.max_in_flight = 2;
     o.gene_order = order;
-    for (const auto i : order) o.var_names.push_back(e["source_var_names"][static_cast<std::size_t>(i)].get<std::string>());
+    for (const auto i : order)
+      o.var_names.push_back(e["source_var_names"][static_cast<std::size_t>(i)].get<std::string>());
     o.metadata = Json::object({{"source", "hand-made fixture"}});
     std::vector<std::uint64_t> seen;
     o.on_tile = [&](const TileWritten& t) { seen.push_back(t.index); };
@@ -252,8 +252,9 @@ TEST(DatasetWriter, DeterministicAcrossWorkersAndThreads) {
   for (const auto& [workers, threads] : {std::pair{1u, 1u}, std::pair{2u, 2u}, std::pair{3u, 1u}}) {
     MemoryCsrSource src(2000, b);
     const fs::path out = tmp / ("w" + std::to_string(workers) + "t" + std::to_string(threads));
-    write_dataset(src, out.string(),
-                  {.tile_size = 64, .n_chunks = 3, .level = 3, .workers = workers, .threads = threads, .max_in_flight = 3});
+    write_dataset(
+        src, out.string(),
+        {.tile_size = 64, .n_chunks = 3, .level = 3, .workers = workers, .threads = threads, .max_in_flight = 3});
     manifests.push_back(read_file_bytes(out / "manifest.json"));
     for (int t = 0; t < 11; ++t)
       EXPECT_EQ(read_file_bytes(out / tile_key(t)), read_file_bytes(tmp / "w1t1" / tile_key(t)));

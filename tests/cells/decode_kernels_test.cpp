@@ -118,8 +118,7 @@ void check_values() {
           for (std::size_t offset = 0; offset < 3; ++offset) {  // misaligned starts
             bool zero = false;
 #if defined(TESSERA_CELLS_AVX2)
-            if (avx2)
-              zero = detail::chunk_values_avx2(p.lo.data(), p.hi.data(), n, got.data() + offset);
+            if (avx2) zero = detail::chunk_values_avx2(p.lo.data(), p.hi.data(), n, got.data() + offset);
             else
 #endif
               zero = stream ? detail::chunk_values_sse<true>(p.lo.data(), p.hi.data(), n, got.data() + offset)
@@ -134,12 +133,13 @@ void check_values() {
   }
 }
 
-using NarrowGeneKernel = bool (*)(const std::uint8_t*, const std::uint8_t*, std::uint64_t, std::uint64_t, std::uint16_t*,
-                                  std::uint64_t);
+using NarrowGeneKernel = bool (*)(const std::uint8_t*, const std::uint8_t*, std::uint64_t, std::uint64_t,
+                                  std::uint16_t*, std::uint64_t);
 
 TEST(DecodeKernels, NarrowGeneIndicesAndVerdictsMatchTheReference) {
-  std::vector<std::pair<const char*, NarrowGeneKernel>> kernels{{"sse2", &detail::cell_genes_sse<false, std::uint16_t>},
-                                                                {"sse2 streamed", &detail::cell_genes_sse<true, std::uint16_t>}};
+  std::vector<std::pair<const char*, NarrowGeneKernel>> kernels{
+      {"sse2", &detail::cell_genes_sse<false, std::uint16_t>},
+      {"sse2 streamed", &detail::cell_genes_sse<true, std::uint16_t>}};
 #if defined(TESSERA_CELLS_AVX2)
   if (detail::cpu_has_avx2()) kernels.emplace_back("avx2", &detail::cell_genes_avx2<std::uint16_t>);
 #endif
@@ -220,8 +220,8 @@ TEST(DecodeKernels, LargeTileRoundTripsThroughTheStreamedPath) {
     indptr.push_back(static_cast<std::int64_t>(genes.size()));
   }
   ASSERT_GE(genes.size() / 2, detail::kStreamNnz);
-  const Tile t = Tile::parse(encode_tile({indptr, genes, counts, n_genes}, {.version = 2, .level = 1, .n_chunks = 2}),
-                             "big.dct");
+  const Tile t =
+      Tile::parse(encode_tile({indptr, genes, counts, n_genes}, {.version = 2, .level = 1, .n_chunks = 2}), "big.dct");
   for (const unsigned threads : {1u, 2u}) {
     std::vector<std::int32_t> idx(t.nnz()), val(t.nnz());
     std::vector<float> fval(t.nnz());

@@ -71,17 +71,20 @@ std::string random_cells(int n_cells, unsigned seed) {
   std::string list;
   for (int i = 0; i < 25; ++i) list += std::to_string(rng() % static_cast<unsigned>(n_cells)) + ",";
   const int lo = static_cast<int>(rng() % static_cast<unsigned>(n_cells));
-  return list + std::to_string(lo) + ":" + std::to_string(std::min(n_cells, lo + 7)) + ",0," + std::to_string(n_cells - 1);
+  return list + std::to_string(lo) + ":" + std::to_string(std::min(n_cells, lo + 7)) + ",0," +
+         std::to_string(n_cells - 1);
 }
 
 // `cells get` of random cell lists (and of every cell) equals the source rows, checked in Python.
 void check_cells(const TempDir& root, const fs::path& dataset, int n_cells, std::vector<std::string> flags = {}) {
-  for (const std::string& cells : {random_cells(n_cells, 7), random_cells(n_cells, 8), "0:" + std::to_string(n_cells)}) {
+  for (const std::string& cells :
+       {random_cells(n_cells, 7), random_cells(n_cells, 8), "0:" + std::to_string(n_cells)}) {
     const auto got = run_cli({"cells", "get", dataset.string(), cells, "--json"});
     ASSERT_EQ(got.rc, 0) << got.err;
     write_file_text(root / "got.json", got.out);
-    std::vector<std::string> argv{"/usr/bin/python3", fixtures(), "check", root.path().string(), dataset.string(),
-                                  (root / "got.json").string(), cells};
+    std::vector<std::string> argv{
+        "/usr/bin/python3",           fixtures(), "check", root.path().string(), dataset.string(),
+        (root / "got.json").string(), cells};
     argv.insert(argv.end(), flags.begin(), flags.end());
     const auto r = run_process(argv);
     ASSERT_EQ(r.rc, 0) << r.err;
@@ -115,9 +118,10 @@ TEST(H5adConvert, CsrCscAndDenseMatchTheSource) {
                        Case{"csc", "float32"}}) {
     SCOPED_TRACE(std::string(c.layout) + " " + c.dtype);
     TempDir root("h5ad-layout");
-    fixture({"write", root.path().string(), "--cells", "230", "--genes", "40", "--layouts", c.layout, "--dtype", c.dtype,
-             "--seed", "3"});
-    const auto r = convert("--h5ad-glob", parts(root, 1), root / "out", {"--tile-size", "64", "--chunks", "3", "--level", "3"});
+    fixture({"write", root.path().string(), "--cells", "230", "--genes", "40", "--layouts", c.layout, "--dtype",
+             c.dtype, "--seed", "3"});
+    const auto r =
+        convert("--h5ad-glob", parts(root, 1), root / "out", {"--tile-size", "64", "--chunks", "3", "--level", "3"});
     ASSERT_EQ(r.rc, 0) << r.err;
     const std::string p = parts(root, 1)[0];
     EXPECT_TRUE(std::regex_search(
@@ -128,9 +132,11 @@ TEST(H5adConvert, CsrCscAndDenseMatchTheSource) {
         << r.out;
     check_cells(root, root / "out", 230);
     const std::string manifest = read_file_text(root / "out/manifest.json");
-    EXPECT_NE(manifest.find("\"metadata\": {\n    \"source\": \"h5ad\",\n    \"n_source_files\": 1,\n    \"first_file\": \"" + p +
-                            "\",\n    \"last_file\": \"" + p + "\",\n    \"sort_genes\": true,\n    \"sort_genes_n_files\": 1\n  }"),
-              std::string::npos)
+    EXPECT_NE(
+        manifest.find("\"metadata\": {\n    \"source\": \"h5ad\",\n    \"n_source_files\": 1,\n    \"first_file\": \"" +
+                      p + "\",\n    \"last_file\": \"" + p +
+                      "\",\n    \"sort_genes\": true,\n    \"sort_genes_n_files\": 1\n  }"),
+        std::string::npos)
         << manifest;
   }
 }
@@ -169,10 +175,12 @@ TEST(H5adConvert, LayersAndRaw) {
   TempDir root("h5ad-where");
   fixture({"write", (root.path()).string(), "--cells", "90", "--genes", "30", "--splits", "2", "--layouts", "csc,csr",
            "--where", "layer", "--seed", "9"});
-  auto r = convert("--h5ad-glob", parts(root, 2), root / "layer", {"--layer", "counts", "--tile-size", "40", "--quiet"});
+  auto r =
+      convert("--h5ad-glob", parts(root, 2), root / "layer", {"--layer", "counts", "--tile-size", "40", "--quiet"});
   ASSERT_EQ(r.rc, 0) << r.err;
   check_cells(root, root / "layer", 90);
-  EXPECT_NE(read_file_text(root / "layer/manifest.json").find("\"sort_genes_n_files\": 2,\n    \"x_source\": \"layers/counts\"\n"),
+  EXPECT_NE(read_file_text(root / "layer/manifest.json")
+                .find("\"sort_genes_n_files\": 2,\n    \"x_source\": \"layers/counts\"\n"),
             std::string::npos);
   r = convert("--h5ad-glob", parts(root, 2), root / "missing", {"--layer", "spliced", "--quiet"});
   EXPECT_EQ(r.rc, 1);
@@ -334,8 +342,8 @@ for layout in ('csr', 'csc', 'dense'):
             anndata.AnnData(X=x, obs=obs, var=pd.DataFrame(index=names)).write_h5ad(os.path.join(d, 'shard_%d.h5ad' % k))
 )PY";
   TempDir root("h5ad-conformance");
-  const auto w = tessera::testing::run_python(script, {(fixture_dir / "expected_dataset_small.json").string(),
-                                                       root.path().string()});
+  const auto w = tessera::testing::run_python(
+      script, {(fixture_dir / "expected_dataset_small.json").string(), root.path().string()});
   ASSERT_EQ(w.rc, 0) << w.err;
   const auto expected_manifest = Manifest::parse(read_file_text(expected / "manifest.json"));
   for (const char* layout : {"csr", "csc", "dense"}) {
@@ -343,8 +351,9 @@ for layout in ('csr', 'csc', 'dense'):
       SCOPED_TRACE(std::string(layout) + " in " + std::to_string(splits) + " files");
       const fs::path in = root / (std::string(layout) + "_" + std::to_string(splits));
       const fs::path out = root / (std::string("out_") + layout + std::to_string(splits));
-      const auto r = convert("--h5ad-glob", {(in / "shard_*.h5ad").string()}, out,
-                             {"--format-version", "1", "--tile-size", "4", "--chunks", "2", "--level", "19", "--quiet"});
+      const auto r =
+          convert("--h5ad-glob", {(in / "shard_*.h5ad").string()}, out,
+                  {"--format-version", "1", "--tile-size", "4", "--chunks", "2", "--level", "19", "--quiet"});
       ASSERT_EQ(r.rc, 0) << r.err;
       EXPECT_EQ(read_file_bytes(out / "gene_order.npy"), read_file_bytes(expected / "gene_order.npy"));
       EXPECT_EQ(read_file_bytes(out / "var_names.txt"), read_file_bytes(expected / "var_names.txt"));

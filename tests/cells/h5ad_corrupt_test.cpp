@@ -164,7 +164,8 @@ TEST(H5adCorrupt, BrokenStructuresAreCleanErrorsNamingFileAndStructure) {
   for (const auto& c : cases) {
     const std::string file = (root / (std::string(c.name) + ".h5ad")).string();
     const fs::path out = root / (std::string("out_") + c.name);
-    const auto r = run_cli({"cells", "convert", "--h5ad-glob", file, "--no-obs", "--no-var", "--output", out.string(), "--quiet"});
+    const auto r =
+        run_cli({"cells", "convert", "--h5ad-glob", file, "--no-obs", "--no-var", "--output", out.string(), "--quiet"});
     EXPECT_EQ(r.rc, 1) << c.name << ": " << r.err;
     EXPECT_TRUE(r.err.starts_with("error: ")) << c.name << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.name << ": " << r.err;
@@ -270,7 +271,8 @@ TEST(H5adCorrupt, ByteFlipsAnywhereNeverCrashTheConverter) {
   TempDir root("h5ad-cli-flips");
   for (std::size_t k = 0; k < flips.size(); ++k) {
     const auto& f = flips[k];
-    auto bytes = read_file_bytes(tessera::testing::source_dir() / "fuzz/corpus/fuzz_cells_h5ad" / (std::string(f.seed) + ".h5ad"));
+    auto bytes = read_file_bytes(tessera::testing::source_dir() / "fuzz/corpus/fuzz_cells_h5ad" /
+                                 (std::string(f.seed) + ".h5ad"));
     ASSERT_LT(f.at, bytes.size());
     bytes[f.at] = static_cast<std::byte>(k < 3 ? f.value : static_cast<unsigned>(bytes[f.at]) ^ f.value);
     const std::string file = (root / ("damaged_" + std::to_string(k) + ".h5ad")).string();

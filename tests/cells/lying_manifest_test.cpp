@@ -14,8 +14,8 @@ namespace tessera::cells {
 namespace {
 
 namespace fs = std::filesystem;
-using tessera::testing::RunResult;
 using tessera::testing::run_cli;
+using tessera::testing::RunResult;
 
 void replace_once(std::string& text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);

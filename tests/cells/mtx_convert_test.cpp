@@ -227,7 +227,8 @@ fs::path hand_dir(const TempDir& root, const std::string& name, const std::strin
 
 TEST(MtxConvert, RealAndPatternFieldsHoldingIntegers) {
   TempDir root("mtx-fields");
-  const auto real = hand_dir(root, "real", "%%MatrixMarket matrix coordinate real general\n% c\n3 2 3\n1 1 2.0\n3 1 1e0\n2 2 5\n");
+  const auto real =
+      hand_dir(root, "real", "%%MatrixMarket matrix coordinate real general\n% c\n3 2 3\n1 1 2.0\n3 1 1e0\n2 2 5\n");
   auto r = convert({real.string()}, root / "o1", {"--no-sort-genes", "--quiet"});
   ASSERT_EQ(r.rc, 0) << r.err;
   r = run_cli({"cells", "get", (root / "o1").string(), "0:2"});
@@ -271,7 +272,8 @@ TEST(MtxConvert, MalformedInputsAreCleanErrors) {
       {"more", head + "1 1 1\n2 2 1\n3 1 1\n", "matrix.mtx: line 5: more entries than the 2 the size line declares"},
       {"banner", "3 2 0\n", "matrix.mtx: line 1: missing the '%%MatrixMarket' banner"},
       {"text", head + "1 x 1\n2 2 1\n", "matrix.mtx: line 3: column 'x' is not a non-negative integer"},
-      {"array", "%%MatrixMarket matrix array integer general\n3 2\n", "matrix.mtx: line 1: only coordinate MatrixMarket files are supported"},
+      {"array", "%%MatrixMarket matrix array integer general\n3 2\n",
+       "matrix.mtx: line 1: only coordinate MatrixMarket files are supported"},
   };
   for (const auto& c : cases) {
     const auto d = hand_dir(root, c.name, c.matrix);
@@ -290,17 +292,18 @@ TEST(MtxConvert, MalformedInputsAreCleanErrors) {
   const auto other = hand_dir(root, "other", head + "1 1 1\n2 2 1\n", "g0\tA\ngX\tB\ng2\tC\n");
   const auto good = hand_dir(root, "good", head + "1 1 1\n2 2 1\n");
   r = convert({good.string(), other.string()}, root / "o", {"--quiet", "--no-sort-files"});
-  EXPECT_NE(r.err.find("gene identifiers differ from " + (good / "genes.tsv").string() + " (gene 1 is 'gX', expected 'g1')"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("gene identifiers differ from " + (good / "genes.tsv").string() + " (gene 1 is 'gX', expected 'g1')"),
+      std::string::npos)
       << r.err;
   // A truncated gzip stream.
   const auto gz = hand_dir(root, "gz", "");
   fs::remove(gz / "matrix.mtx");
   std::string big = head;
   for (int i = 0; i < 2000; ++i) big += "% padding line " + std::to_string(i) + "\n";
-  const auto w = run_python(
-      "import gzip,sys; b=gzip.compress(sys.argv[2].encode()); open(sys.argv[1],'wb').write(b[:len(b)//2])",
-      {(gz / "matrix.mtx.gz").string(), big});
+  const auto w =
+      run_python("import gzip,sys; b=gzip.compress(sys.argv[2].encode()); open(sys.argv[1],'wb').write(b[:len(b)//2])",
+                 {(gz / "matrix.mtx.gz").string(), big});
   ASSERT_EQ(w.rc, 0) << w.err;
   r = convert({gz.string()}, root / "o", {"--quiet"});
   EXPECT_EQ(r.rc, 1);

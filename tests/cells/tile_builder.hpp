@@ -61,7 +61,9 @@ inline std::vector<std::byte> assemble(BuiltTile t) {
   const std::uint64_t indptr_off = 64 + e * t.chunks.size();
   std::uint64_t pos = indptr_off + 8 * (n_cells + 1);
   std::vector<std::byte> frames_area;
-  struct Ref { std::uint64_t off = 0, len = 0; };
+  struct Ref {
+    std::uint64_t off = 0, len = 0;
+  };
   std::vector<std::vector<Ref>> refs;
   std::vector<std::byte> out(static_cast<std::size_t>(pos));
   for (auto& c : t.chunks) {
@@ -71,7 +73,10 @@ inline std::vector<std::byte> assemble(BuiltTile t) {
     if (!c.gexc_frame && !c.gexc_pos.empty()) c.gexc_frame = zframe(exc_raw(c.gexc_pos, c.gexc_pay));
     std::vector<Ref> r;
     for (const auto* f : {&c.gaps_frame, &c.vals_frame, &c.vexc_frame, &c.gexc_frame}) {
-      if (!*f) { r.push_back({}); continue; }
+      if (!*f) {
+        r.push_back({});
+        continue;
+      }
       pos = (pos + 7) / 8 * 8;
       out.resize(static_cast<std::size_t>(pos));
       r.push_back({pos, (*f)->size()});
@@ -92,11 +97,18 @@ inline std::vector<std::byte> assemble(BuiltTile t) {
   for (std::size_t k = 0; k < t.chunks.size(); ++k) {
     const auto& c = t.chunks[k];
     std::byte* q = p + 64 + e * k;
-    const std::uint64_t f[12] = {c.cell_lo, c.cell_hi,
+    const std::uint64_t f[12] = {c.cell_lo,
+                                 c.cell_hi,
                                  c.nnz_lo.value_or(static_cast<std::uint64_t>(t.indptr[c.cell_lo])),
                                  c.nnz_hi.value_or(static_cast<std::uint64_t>(t.indptr[c.cell_hi])),
-                                 refs[k][0].off, refs[k][0].len, refs[k][1].off, refs[k][1].len,
-                                 refs[k][2].off, refs[k][2].len, refs[k][3].off, refs[k][3].len};
+                                 refs[k][0].off,
+                                 refs[k][0].len,
+                                 refs[k][1].off,
+                                 refs[k][1].len,
+                                 refs[k][2].off,
+                                 refs[k][2].len,
+                                 refs[k][3].off,
+                                 refs[k][3].len};
     for (std::size_t i = 0; i < e / 8; ++i) store_le<std::uint64_t>(q + 8 * i, f[i]);
   }
   for (std::size_t r = 0; r <= n_cells; ++r) store_le<std::int64_t>(p + indptr_off + 8 * r, t.indptr[r]);

@@ -71,7 +71,8 @@ TEST(TileConformance, ValidTilesDecodeToExpected) {
         EXPECT_EQ(c.vals.len, w["vals_len"].get<std::uint64_t>());
       }
       const auto& d = want["decoded"];
-      EXPECT_EQ(std::vector<std::int64_t>(t.indptr().begin(), t.indptr().end()), d["indptr"].get<std::vector<std::int64_t>>());
+      EXPECT_EQ(std::vector<std::int64_t>(t.indptr().begin(), t.indptr().end()),
+                d["indptr"].get<std::vector<std::int64_t>>());
       std::vector<std::int32_t> idx(t.nnz()), val(t.nnz());
       std::vector<float> valf(t.nnz());
       t.decode(idx, val, {.threads = threads});
@@ -94,9 +95,9 @@ TEST(TileConformance, ReencodingV1FixturesIsByteIdentical) {
     const std::vector<std::uint32_t> uidx(idx.begin(), idx.end()), uval(val.begin(), val.end());
     const TileCsr csr{t.indptr(), uidx, uval, t.n_genes()};
     for (const unsigned threads : {1u, 2u}) {
-      const auto encoded = encode_tile(csr, {.version = 1, .level = 19,
-                                             .n_chunks = want["n_chunks_requested"].get<std::uint32_t>(),
-                                             .threads = threads});
+      const auto encoded = encode_tile(
+          csr,
+          {.version = 1, .level = 19, .n_chunks = want["n_chunks_requested"].get<std::uint32_t>(), .threads = threads});
       if (have_zstd_154()) {
         EXPECT_EQ(hex(encoded), hex(original));
       } else {
@@ -111,10 +112,14 @@ TEST(TileConformance, CorruptTilesNameTheirRule) {
   const Json corrupt = load_json("expected_tiles.json")["corrupt"];
   ASSERT_EQ(corrupt.size(), 9u);
   const std::map<std::string, std::vector<std::string>> rule_crc_off = {
-      {"bad_magic.dct", {"(T2)"}},           {"bad_version.dct", {"(T3)"}},
-      {"nonzero_flags.dct", {"(T4)"}},       {"truncated.dct", {"(T6)"}},
-      {"trailing_garbage.dct", {"(T6)"}},    {"noncontiguous_chunk.dct", {"(T10)"}},
-      {"stream_outside_blob.dct", {"(T13)"}}, {"bad_indptr.dct", {"(T16)", "(T17)"}},
+      {"bad_magic.dct", {"(T2)"}},
+      {"bad_version.dct", {"(T3)"}},
+      {"nonzero_flags.dct", {"(T4)"}},
+      {"truncated.dct", {"(T6)"}},
+      {"trailing_garbage.dct", {"(T6)"}},
+      {"noncontiguous_chunk.dct", {"(T10)"}},
+      {"stream_outside_blob.dct", {"(T13)"}},
+      {"bad_indptr.dct", {"(T16)", "(T17)"}},
       {"crc_mismatch.dct", {"(T19)", ""}},
   };
   for (const auto& [file, info] : corrupt.items()) {

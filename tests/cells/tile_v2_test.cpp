@@ -130,48 +130,83 @@ struct RuleCase {
 
 TEST(TileV2, EveryDecodeRuleFails) {
   const std::vector<RuleCase> cases = {
-      {"gaps frame too short", "(T19)", [](BuiltTile& t) { t.chunks[0].gaps_frame = testing::zframe(testing::planar({5, 65535})); }},
-      {"two frames", "(T19)", [](BuiltTile& t) {
+      {"gaps frame too short", "(T19)",
+       [](BuiltTile& t) {
+         t.chunks[0].gaps_frame = testing::zframe(testing::planar({5, 65535}));
+       }},
+      {"two frames", "(T19)",
+       [](BuiltTile& t) {
          auto f = testing::zframe(testing::planar(t.chunks[0].gaps));
          const auto extra = testing::zframe({});
          f.insert(f.end(), extra.begin(), extra.end());
          t.chunks[0].gaps_frame = f;
        }},
-      {"no content size", "(T19)", [](BuiltTile& t) {
-         t.chunks[0].vals_frame = codec::zstd_compress(testing::planar(t.chunks[0].vals), {.level = 3, .content_size = false});
+      {"no content size", "(T19)",
+       [](BuiltTile& t) {
+         t.chunks[0].vals_frame =
+             codec::zstd_compress(testing::planar(t.chunks[0].vals), {.level = 3, .content_size = false});
        }},
-      {"skippable frame", "(T19)", [](BuiltTile& t) {
+      {"skippable frame", "(T19)",
+       [](BuiltTile& t) {
          std::vector<std::byte> f(8);
          store_le<std::uint32_t>(f.data(), 0x184D2A50u);
          t.chunks[0].vals_frame = f;
        }},
-      {"repeated gene", "(T20)", [](BuiltTile& t) { t.chunks[0].gaps = {5, 0, 1}; t.chunks[0].gexc_pos.clear(); }},
-      {"zero count", "(T21)", [](BuiltTile& t) { t.chunks[0].vals = {0, 65535, 2}; }},
-      {"gene beyond n_genes", "(T22)", [](BuiltTile& t) { t.chunks[0].gaps = {5, 65535, 10000}; }},
-      {"gene beyond n_genes only after gexc", "(T22)", [](BuiltTile& t) { t.chunks[0].gexc_pay = {79999 - 65535 - 4}; t.chunks[0].gaps = {5, 65535, 100}; }},
-      {"exception frame size not multiple of 8", "(X1)", [](BuiltTile& t) { t.chunks[0].vexc_frame = testing::zframe(std::vector<std::byte>(4)); }},
-      {"exception frame above 8n", "(X1)", [](BuiltTile& t) {
+      {"repeated gene", "(T20)",
+       [](BuiltTile& t) {
+         t.chunks[0].gaps = {5, 0, 1};
+         t.chunks[0].gexc_pos.clear();
+       }},
+      {"zero count", "(T21)",
+       [](BuiltTile& t) {
+         t.chunks[0].vals = {0, 65535, 2};
+       }},
+      {"gene beyond n_genes", "(T22)",
+       [](BuiltTile& t) {
+         t.chunks[0].gaps = {5, 65535, 10000};
+       }},
+      {"gene beyond n_genes only after gexc", "(T22)",
+       [](BuiltTile& t) {
+         t.chunks[0].gexc_pay = {79999 - 65535 - 4};
+         t.chunks[0].gaps = {5, 65535, 100};
+       }},
+      {"exception frame size not multiple of 8", "(X1)",
+       [](BuiltTile& t) { t.chunks[0].vexc_frame = testing::zframe(std::vector<std::byte>(4)); }},
+      {"exception frame above 8n", "(X1)",
+       [](BuiltTile& t) {
          t.chunks[0].vexc_frame = testing::zframe(testing::exc_raw({0, 1, 2, 3}, {70000, 70000, 70000, 70000}));
        }},
-      {"exception frame two frames", "(X1)", [](BuiltTile& t) {
+      {"exception frame two frames", "(X1)",
+       [](BuiltTile& t) {
          auto f = testing::zframe(testing::exc_raw({1}, {100000}));
          const auto extra = testing::zframe({});
          f.insert(f.end(), extra.begin(), extra.end());
          t.chunks[0].vexc_frame = f;
        }},
-      {"positions not increasing", "(X2)", [](BuiltTile& t) {
+      {"positions not increasing", "(X2)",
+       [](BuiltTile& t) {
          t.chunks[0].vals = {65535, 65535, 2};
          t.chunks[0].vexc_pos = {1, 0};
          t.chunks[0].vexc_pay = {100000, 100000};
        }},
-      {"repeated position", "(X2)", [](BuiltTile& t) { t.chunks[0].vexc_pos = {1, 1}; t.chunks[0].vexc_pay = {100000, 100000}; }},
+      {"repeated position", "(X2)",
+       [](BuiltTile& t) {
+         t.chunks[0].vexc_pos = {1, 1};
+         t.chunks[0].vexc_pay = {100000, 100000};
+       }},
       {"position >= n", "(X2)", [](BuiltTile& t) { t.chunks[0].vexc_pos = {3}; }},
       {"vexc payload too small", "(X3)", [](BuiltTile& t) { t.chunks[0].vexc_pay = {65535}; }},
       {"vexc payload too large", "(X3)", [](BuiltTile& t) { t.chunks[0].vexc_pay = {0x80000000u}; }},
-      {"vexc stored value not 65535", "(X3)", [](BuiltTile& t) { t.chunks[0].vals = {1, 65534, 2}; }},
+      {"vexc stored value not 65535", "(X3)",
+       [](BuiltTile& t) {
+         t.chunks[0].vals = {1, 65534, 2};
+       }},
       {"gexc payload 0", "(X4)", [](BuiltTile& t) { t.chunks[0].gexc_pay = {0}; }},
       {"gexc payload >= n_genes", "(X4)", [](BuiltTile& t) { t.chunks[0].gexc_pay = {80000}; }},
-      {"gexc stored gap not 65535", "(X4)", [](BuiltTile& t) { t.chunks[0].gaps = {5, 65534, 1}; }},
+      {"gexc stored gap not 65535", "(X4)",
+       [](BuiltTile& t) {
+         t.chunks[0].gaps = {5, 65534, 1};
+       }},
   };
   ASSERT_TRUE(error_of(assemble(worked_example())).empty());
   for (const auto& c : cases) {
@@ -270,9 +305,11 @@ TEST(TileV2, RandomRoundTripsBothVersions) {
       }
       indptr.push_back(static_cast<std::int64_t>(genes.size()));
     }
-    const auto bytes = encode_tile({indptr, genes, counts, n_genes},
-                                   {.version = version, .level = 1, .n_chunks = 1 + static_cast<std::uint32_t>(rng() % 5),
-                                    .threads = iter % 3 == 0 ? 2u : 1u});
+    const auto bytes =
+        encode_tile({indptr, genes, counts, n_genes}, {.version = version,
+                                                       .level = 1,
+                                                       .n_chunks = 1 + static_cast<std::uint32_t>(rng() % 5),
+                                                       .threads = iter % 3 == 0 ? 2u : 1u});
     const Tile t = Tile::parse(bytes, "rt.dct");
     ASSERT_EQ(t.version(), version);
     std::vector<std::int32_t> idx(t.nnz()), val(t.nnz());
@@ -292,8 +329,10 @@ TEST(TileV2, V2WithoutExceptionsHasTheFramesOfV1) {
   for (std::size_t k = 0; k < v1.chunks().size(); ++k) {
     const auto& a = v1.chunks()[k];
     const auto& b = v2.chunks()[k];
-    EXPECT_TRUE(std::ranges::equal(v1.bytes().subspan(a.gaps.off, a.gaps.len), v2.bytes().subspan(b.gaps.off, b.gaps.len)));
-    EXPECT_TRUE(std::ranges::equal(v1.bytes().subspan(a.vals.off, a.vals.len), v2.bytes().subspan(b.vals.off, b.vals.len)));
+    EXPECT_TRUE(
+        std::ranges::equal(v1.bytes().subspan(a.gaps.off, a.gaps.len), v2.bytes().subspan(b.gaps.off, b.gaps.len)));
+    EXPECT_TRUE(
+        std::ranges::equal(v1.bytes().subspan(a.vals.off, a.vals.len), v2.bytes().subspan(b.vals.off, b.vals.len)));
     EXPECT_EQ(b.vexc.len, 0u);
     EXPECT_EQ(b.gexc.len, 0u);
   }

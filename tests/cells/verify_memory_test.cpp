@@ -27,7 +27,8 @@ void write_large_tile(const std::filesystem::path& path, std::uint64_t cells, st
       values[c * genes_per_cell + g] = static_cast<std::uint32_t>(1 + (c + g) % 7);
     }
   }
-  const auto tile = encode_tile({indptr, indices, values, 2 * genes_per_cell}, {.level = 1, .n_chunks = 64, .threads = 0});
+  const auto tile =
+      encode_tile({indptr, indices, values, 2 * genes_per_cell}, {.level = 1, .n_chunks = 64, .threads = 0});
   tessera::testing::write_file_bytes(path, tile);
 }
 

@@ -84,8 +84,8 @@ TEST(Crc32, AgreesWithZlibOnLargeBuffers) {
     const auto data = random_bytes(n, static_cast<unsigned>(n));
     const auto path = dir / "data.bin";
     tessera::testing::write_file_bytes(path, data);
-    const auto r = tessera::testing::run_python(
-        "import sys, zlib\nprint(zlib.crc32(open(sys.argv[1], 'rb').read()))\n", {path.string()});
+    const auto r = tessera::testing::run_python("import sys, zlib\nprint(zlib.crc32(open(sys.argv[1], 'rb').read()))\n",
+                                                {path.string()});
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(std::to_string(crc32(data)) + "\n", r.out) << n << " bytes";
   }

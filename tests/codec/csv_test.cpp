@@ -68,16 +68,18 @@ TEST(Csv, LinesAndTrailingSeparators) {
   EXPECT_EQ(parse_all("a,b\n1,2\n"), (Records{{"a", "b"}, {"1", "2"}}));
   EXPECT_EQ(parse_all("a,b\n\n1,\n"), (Records{{"a", "b"}, {""}, {"1", ""}}));
   EXPECT_EQ(parse_all("a\r\nb"), (Records{{"a"}, {"b"}}));
-  EXPECT_EQ(parse_all("\"x\r\ny\"\r\n"), (Records{{"x\r\ny"}}));  // a CR inside quotes is kept
+  EXPECT_EQ(parse_all("\"x\r\ny\"\r\n"), (Records{{"x\r\ny"}}));           // a CR inside quotes is kept
   EXPECT_EQ(parse_all("5'10\",ab\"c\n"), (Records{{"5'10\"", "ab\"c"}}));  // a quote inside an unquoted field
   EXPECT_TRUE(parse_all("").empty());
   EXPECT_TRUE(parse_all("\xEF\xBB\xBF").empty());
 }
 
 TEST(Csv, MalformedRecordsNameFileAndLine) {
-  EXPECT_EQ(error_of("a,b\n1,\"2\n3,4\n"), "points.csv: line 2: a quoted field is not closed before the end of the file");
+  EXPECT_EQ(error_of("a,b\n1,\"2\n3,4\n"),
+            "points.csv: line 2: a quoted field is not closed before the end of the file");
   EXPECT_EQ(error_of("a,b\n\"1\"x,2\n"),
-            "points.csv: line 2, field 1: characters after the closing quote (a quote inside a quoted field is written \"\")");
+            "points.csv: line 2, field 1: characters after the closing quote (a quote inside a quoted field is written "
+            "\"\")");
 }
 
 TEST(Csv, ARecordLongerThanTheLimitIsALimitError) {
@@ -109,7 +111,7 @@ TEST(Csv, CorruptedRecordsEndInAnErrorOrARoundTrip) {
         inputs.push_back(flipped);
       }
   }
-  inputs.push_back(std::string(100000, '"'));         // deep runs of quotes: pairs all the way down
+  inputs.push_back(std::string(100000, '"'));  // deep runs of quotes: pairs all the way down
   inputs.push_back(std::string(100001, '"'));
   inputs.push_back("\"" + std::string(70000, ','));  // a record longer than the target's limit
   for (const std::string& input : inputs) {

@@ -61,7 +61,10 @@ TEST(JsonFields, ErrorsNamePathStructureAndMember) {
   EXPECT_EQ(failure_of([&] { (void)f.integer("big"); }),
             "hive/morton_hive.json: manifest.big: must be an integer in the int64 range");
   EXPECT_EQ(f.integer("n"), -1);
-  EXPECT_EQ(failure_of([&] { const Json array = parsed("[]"); const Fields g(array, "k", "stamp"); }),
+  EXPECT_EQ(failure_of([&] {
+              const Json array = parsed("[]");
+              const Fields g(array, "k", "stamp");
+            }),
             "k: stamp: must be a JSON object");
 }
 

@@ -182,13 +182,15 @@ TEST(JsonNesting, QueryDocuments) {
             "validation: query document nesting depth 100001 exceeds maximum 64");
   std::string dotted;
   for (std::size_t i = 0; i < kHostile; ++i) dotted += "a.";
-  EXPECT_EQ(usage_text([&] { tet::parse_query_toml("dataset = \"a\"\n" + dotted + "b = 1\n"); }).rfind(
-                "validation: query document nesting depth ", 0),
+  EXPECT_EQ(usage_text([&] {
+              tet::parse_query_toml("dataset = \"a\"\n" + dotted + "b = 1\n");
+            }).rfind("validation: query document nesting depth ", 0),
             0u);
   std::string header = "dataset = \"a\"\n[";
   for (std::size_t i = 0; i < kHostile; ++i) header += "t.";
-  EXPECT_EQ(usage_text([&] { tet::parse_query_toml(header + "u]\nx = 1\n"); }).rfind(
-                "validation: query document nesting depth ", 0),
+  EXPECT_EQ(usage_text([&] {
+              tet::parse_query_toml(header + "u]\nx = 1\n");
+            }).rfind("validation: query document nesting depth ", 0),
             0u);
   // toml++ bounds bracket nesting itself (256); either way a typed error, never a crash.
   EXPECT_THROW(tet::parse_query_toml("dataset = \"a\"\nx = " + nested_arrays(kHostile) + "\n"), Error);

@@ -98,10 +98,10 @@ TEST(JsonTetF64, Extremes) {
 }
 
 TEST(JsonTetF64, LargeBoundaryAtKk16) {
-  EXPECT_EQ(format_f64(1e15), "1000000000000000.0");           // kk = 16: positional
+  EXPECT_EQ(format_f64(1e15), "1000000000000000.0");  // kk = 16: positional
   EXPECT_EQ(format_f64(9999999999999998.0), "9999999999999998.0");
   EXPECT_EQ(format_f64(1000000000000000.2), "1000000000000000.2");
-  EXPECT_EQ(format_f64(1e16), "1e16");                         // kk = 17: exponent
+  EXPECT_EQ(format_f64(1e16), "1e16");  // kk = 17: exponent
   EXPECT_EQ(format_f64(1.5e16), "1.5e16");
   EXPECT_EQ(format_f64(123456789012345680.0), "1.2345678901234568e17");
   EXPECT_EQ(format_f64(1e21), "1e21");
@@ -110,11 +110,11 @@ TEST(JsonTetF64, LargeBoundaryAtKk16) {
 
 TEST(JsonTetF64, SmallBoundaryAtKkMinus5) {
   EXPECT_EQ(format_f64(0.1), "0.1");
-  EXPECT_EQ(format_f64(0.0001), "0.0001");          // kk = -3
-  EXPECT_EQ(format_f64(0.00001), "0.00001");        // kk = -4: still positional
+  EXPECT_EQ(format_f64(0.0001), "0.0001");    // kk = -3
+  EXPECT_EQ(format_f64(0.00001), "0.00001");  // kk = -4: still positional
   EXPECT_EQ(format_f64(0.000012345), "0.000012345");
   EXPECT_EQ(format_f64(-0.00005), "-0.00005");
-  EXPECT_EQ(format_f64(0.000001), "1e-6");          // kk = -5: exponent
+  EXPECT_EQ(format_f64(0.000001), "1e-6");  // kk = -5: exponent
   EXPECT_EQ(format_f64(1.2345e-6), "1.2345e-6");
   EXPECT_EQ(format_f64(-1e-7), "-1e-7");
 }
@@ -133,15 +133,15 @@ TEST(JsonTetF32, SpecExamplesAndShortestF32Digits) {
 }
 
 TEST(JsonTetF32, Boundaries) {
-  EXPECT_EQ(format_f32(1e12f), "1000000000000.0");    // kk = 13: positional
+  EXPECT_EQ(format_f32(1e12f), "1000000000000.0");  // kk = 13: positional
   EXPECT_EQ(format_f32(9999999e6f), "9999999000000.0");
   EXPECT_EQ(format_f32(1.2345678e12f), "1234567800000.0");
-  EXPECT_EQ(format_f32(1e13f), "1e13");               // kk = 14: exponent
+  EXPECT_EQ(format_f32(1e13f), "1e13");  // kk = 14: exponent
   EXPECT_EQ(format_f32(1.5e13f), "1.5e13");
   EXPECT_EQ(format_f32(1e-5f), "0.00001");
-  EXPECT_EQ(format_f32(1e-6f), "0.000001");           // kk = -5: positional for f32
+  EXPECT_EQ(format_f32(1e-6f), "0.000001");  // kk = -5: positional for f32
   EXPECT_EQ(format_f32(1.5e-6f), "0.0000015");
-  EXPECT_EQ(format_f32(1e-7f), "1e-7");               // kk = -6: exponent
+  EXPECT_EQ(format_f32(1e-7f), "1e-7");  // kk = -6: exponent
   EXPECT_EQ(format_f32(-2.5e-7f), "-2.5e-7");
 }
 
@@ -181,13 +181,28 @@ TEST(JsonPythonFloat, ReprForms) {
 // Doubles whose formatting is interesting: random bit patterns, short decimals at every scale,
 // both sides of each power of ten and the exact integers near 2^53.
 std::vector<double> sample_doubles() {
-  std::vector<double> v{0.0, -0.0, kNaN, kInf, -kInf, 5e-324, 1.7976931348623157e308,
-                        2.2250738585072014e-308, 2.225073858507201e-308, 9007199254740992.0,
-                        9007199254740994.0, 9223372036854775808.0, 0.1, 0.2, 0.3, 1.0 / 3.0, 2.0 / 3.0};
+  std::vector<double> v{0.0,
+                        -0.0,
+                        kNaN,
+                        kInf,
+                        -kInf,
+                        5e-324,
+                        1.7976931348623157e308,
+                        2.2250738585072014e-308,
+                        2.225073858507201e-308,
+                        9007199254740992.0,
+                        9007199254740994.0,
+                        9223372036854775808.0,
+                        0.1,
+                        0.2,
+                        0.3,
+                        1.0 / 3.0,
+                        2.0 / 3.0};
   std::mt19937_64 rng(20240229);
   for (int i = 0; i < 150; ++i) {
     double d;
-    do d = std::bit_cast<double>(rng()); while (!std::isfinite(d));
+    do d = std::bit_cast<double>(rng());
+    while (!std::isfinite(d));
     v.push_back(d);
   }
   std::uniform_real_distribution<double> mant(1.0, 10.0);
@@ -251,12 +266,20 @@ for line in sys.stdin:
 
 TEST(JsonTetF32, MatchesNumpyShortestDigitsOnSamples) {
   if (!testing::have_python_numpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy not available";
-  std::vector<float> values{0.2f, 1e12f, 1e13f, 1e-6f, 1e-7f, 3e-39f, std::numeric_limits<float>::denorm_min(),
-                            std::numeric_limits<float>::max(), -0.0f};
+  std::vector<float> values{0.2f,
+                            1e12f,
+                            1e13f,
+                            1e-6f,
+                            1e-7f,
+                            3e-39f,
+                            std::numeric_limits<float>::denorm_min(),
+                            std::numeric_limits<float>::max(),
+                            -0.0f};
   std::mt19937 rng(7);
   for (int i = 0; i < 200; ++i) {
     float f;
-    do f = std::bit_cast<float>(static_cast<std::uint32_t>(rng())); while (!std::isfinite(f));
+    do f = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+    while (!std::isfinite(f));
     values.push_back(f);
   }
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
@@ -327,8 +350,8 @@ TEST(JsonString, AsciiOnly) {
   EXPECT_EQ(quoted("caf\xc3\xa9", true), "\"caf\\u00e9\"");
   EXPECT_EQ(quoted("\xe2\x98\x83", true), "\"\\u2603\"");
   EXPECT_EQ(quoted("\xef\xbf\xbf", true), "\"\\uffff\"");
-  EXPECT_EQ(quoted("\xf0\x9f\x98\x80", true), "\"\\ud83d\\ude00\"");       // U+1F600
-  EXPECT_EQ(quoted("\xf4\x8f\xbf\xbf", true), "\"\\udbff\\udfff\"");       // U+10FFFF
+  EXPECT_EQ(quoted("\xf0\x9f\x98\x80", true), "\"\\ud83d\\ude00\"");  // U+1F600
+  EXPECT_EQ(quoted("\xf4\x8f\xbf\xbf", true), "\"\\udbff\\udfff\"");  // U+10FFFF
   EXPECT_EQ(quoted("\x7f", true), "\"\\u007f\"");
   EXPECT_EQ(quoted("a/\n", true), "\"a/\\n\"");
 }
@@ -336,15 +359,22 @@ TEST(JsonString, AsciiOnly) {
 TEST(JsonString, InvalidUtf8) {
   // Copied through when non-ASCII is literal; no \u form exists for it under ascii_only.
   EXPECT_EQ(quoted("\xff"), "\"\xff\"");
-  for (const char* bad : {"\xff", "\xc3", "\xc0\x80", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80",
-                          "\xe2\x98"})
+  for (const char* bad :
+       {"\xff", "\xc3", "\xc0\x80", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80", "\xe2\x98"})
     EXPECT_THROW(quoted(bad, true), FormatError) << hex_of(bad);
 }
 
 TEST(JsonString, MatchesPythonJsonDumps) {
   if (!have_python()) GTEST_SKIP() << "/usr/bin/python3 not available";
-  std::vector<std::string> strings{"", "plain", "quote\" back\\slash", "/slash/", "\n\r\t\b\f", "\x7f",
-                                   "caf\xc3\xa9", "\xe2\x98\x83\xef\xbf\xbf", "\xf0\x9f\x98\x80 astral",
+  std::vector<std::string> strings{"",
+                                   "plain",
+                                   "quote\" back\\slash",
+                                   "/slash/",
+                                   "\n\r\t\b\f",
+                                   "\x7f",
+                                   "caf\xc3\xa9",
+                                   "\xe2\x98\x83\xef\xbf\xbf",
+                                   "\xf0\x9f\x98\x80 astral",
                                    "\xf4\x8f\xbf\xbf"};
   std::string controls;
   for (int c = 0; c < 0x20; ++c) controls += static_cast<char>(c);
@@ -384,7 +414,17 @@ void write_sample(JsonWriter& w) {
   w.key("none").value(nullptr);
   w.key("empty_a").begin_array().end_array();
   w.key("empty_o").begin_object().end_object();
-  w.key("list").begin_array().value(1).begin_array().value("x").end_array().begin_object().key("k").value(false).end_object().end_array();
+  w.key("list")
+      .begin_array()
+      .value(1)
+      .begin_array()
+      .value("x")
+      .end_array()
+      .begin_object()
+      .key("k")
+      .value(false)
+      .end_object()
+      .end_array();
   w.end_object();
 }
 
@@ -393,9 +433,8 @@ TEST(JsonWriterLayout, Compact) {
   JsonWriter w(out, DumpOptions::tet_compact());
   write_sample(w);
   EXPECT_TRUE(w.complete());
-  EXPECT_EQ(out,
-            R"({"name":"t\"1","n":3,"big":18446744073709551615,"neg":-9223372036854775808,"f":0.5,"g":0.2,)"
-            R"("ok":true,"none":null,"empty_a":[],"empty_o":{},"list":[1,["x"],{"k":false}]})");
+  EXPECT_EQ(out, R"({"name":"t\"1","n":3,"big":18446744073709551615,"neg":-9223372036854775808,"f":0.5,"g":0.2,)"
+                 R"("ok":true,"none":null,"empty_a":[],"empty_o":{},"list":[1,["x"],{"k":false}]})");
 }
 
 TEST(JsonWriterLayout, Pretty) {
@@ -472,7 +511,8 @@ TEST(JsonWriterLayout, EmbeddedTreeFollowsIndentAndSortKeys) {
   "y": 0
 })");
   EXPECT_EQ(dump(tree), R"({"b":1,"a":{"d":[],"c":[1.5,"x"]}})");
-  EXPECT_EQ(dump(tree, {0, false, FloatStyle::Tet, false}), "{\n\"b\": 1,\n\"a\": {\n\"d\": [],\n\"c\": [\n1.5,\n\"x\"\n]\n}\n}");
+  EXPECT_EQ(dump(tree, {0, false, FloatStyle::Tet, false}),
+            "{\n\"b\": 1,\n\"a\": {\n\"d\": [],\n\"c\": [\n1.5,\n\"x\"\n]\n}\n}");
 }
 
 TEST(JsonWriterLayout, Misuse) {

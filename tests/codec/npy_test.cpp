@@ -192,12 +192,12 @@ TEST_F(NumpyFiles, SaveHeadersAreByteIdenticalAndParse) {
 TEST_F(NumpyFiles, LargeExtentHeadersAreByteIdentical) {
   if (!testing::have_python_numpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy not available";
   // Header-only: numpy's own header writer with extents no array could have in memory.
-  const std::vector<Shape> shapes{{18446744073709551615ull},
-                                  {9223372036854775807ull, 3},
-                                  {1000000, 2000000, 3000000, 4, 5, 6, 7, 8},
-                                  {4294967296, 4294967296, 4294967296, 4294967296, 4294967296, 4294967296,
-                                   4294967296, 4294967296},
-                                  {7, 1, 1, 1, 1, 1, 1, 1, 100000000000000000}};
+  const std::vector<Shape> shapes{
+      {18446744073709551615ull},
+      {9223372036854775807ull, 3},
+      {1000000, 2000000, 3000000, 4, 5, 6, 7, 8},
+      {4294967296, 4294967296, 4294967296, 4294967296, 4294967296, 4294967296, 4294967296, 4294967296},
+      {7, 1, 1, 1, 1, 1, 1, 1, 100000000000000000}};
   std::vector<NumpyCase> cases;
   for (const DType t : kAllDTypes)
     for (const Shape& s : shapes) cases.push_back({t, s, "header"});
@@ -212,10 +212,8 @@ TEST_F(NumpyFiles, LargeExtentHeadersAreByteIdentical) {
 
 TEST_F(NumpyFiles, FortranOrderAndLaterVersionsParse) {
   if (!testing::have_python_numpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy not available";
-  const std::vector<NumpyCase> cases{{DType::F64, {2, 3}, "fortran"},
-                                     {DType::I32, {4, 5}, "v2"},
-                                     {DType::U16, {3}, "v3"},
-                                     {DType::Bool, {}, "v3"}};
+  const std::vector<NumpyCase> cases{
+      {DType::F64, {2, 3}, "fortran"}, {DType::I32, {4, 5}, "v2"}, {DType::U16, {3}, "v3"}, {DType::Bool, {}, "v3"}};
   ASSERT_NO_FATAL_FAILURE(write_with_numpy(cases));
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].mode);
@@ -251,8 +249,9 @@ TEST(NpyParse, AcceptsLiteralVariants) {
 
   // Single-byte types with any byte-order mark.
   for (const char* d : {"<u1", ">u1", "=u1", "|u1"})
-    EXPECT_EQ(parse_bytes(make_npy(std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (3,), }", 3)).dtype,
-              DType::U8);
+    EXPECT_EQ(
+        parse_bytes(make_npy(std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (3,), }", 3)).dtype,
+        DType::U8);
   EXPECT_EQ(parse_bytes(make_npy("{'descr': '<b1', 'fortran_order': False, 'shape': (), }", 1)).dtype, DType::Bool);
   EXPECT_EQ(parse_bytes(make_npy("{'descr': '>i1', 'fortran_order': False, 'shape': (), }", 1)).dtype, DType::I8);
 
@@ -355,10 +354,10 @@ TEST(NpyParse, DataLengthAndOverflow) {
   expect_format_error(make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 0),
                       "overflows u64");
   // A zero extent does not excuse the others from fitting (numpy refuses these too).
-  expect_format_error(
-      make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", 0),
-      "overflows u64");
-  const NpyHeader h = parse_bytes(make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 3), }", 0));
+  expect_format_error(make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", 0),
+                      "overflows u64");
+  const NpyHeader h =
+      parse_bytes(make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 3), }", 0));
   EXPECT_EQ(h.data_bytes, 0u);
 }
 
@@ -374,8 +373,8 @@ TEST(NpyParse, ErrorNamesTheSource) {
 
 TEST(NpyParse, EveryTruncationIsAFormatError) {
   for (const int major : {1, 2}) {
-    const std::string file = major == 1 ? npy_header(DType::F32, Shape{2, 3}) + std::string(24, '\x7f')
-                                        : make_npy(kGood, 24, 2);
+    const std::string file =
+        major == 1 ? npy_header(DType::F32, Shape{2, 3}) + std::string(24, '\x7f') : make_npy(kGood, 24, 2);
     ASSERT_NO_THROW(parse_bytes(file));
     for (std::size_t len = 0; len < file.size(); ++len) {
       SCOPED_TRACE("version " + std::to_string(major) + ", length " + std::to_string(len));

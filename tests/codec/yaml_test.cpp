@@ -22,7 +22,8 @@ using json::Json;
 Json pyyaml(const fs::path& file) {
   const auto r = tessera::testing::run_process(
       {"/usr/bin/python3", "-c",
-       "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1], encoding='utf-8'))))", file.string()});
+       "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1], encoding='utf-8'))))",
+       file.string()});
   EXPECT_EQ(r.rc, 0) << r.err;
   return Json::parse(r.out);
 }
@@ -48,11 +49,11 @@ TEST(Yaml, ScalarsResolveAsYaml11) {
   EXPECT_TRUE(doc["b"].is_null());
   EXPECT_EQ(doc["c"], true);
   EXPECT_EQ(doc["d"], false);
-  EXPECT_EQ(doc["e"], 8);        // YAML 1.1 octal
+  EXPECT_EQ(doc["e"], 8);  // YAML 1.1 octal
   EXPECT_EQ(doc["f"], 31);
   EXPECT_EQ(doc["g"], 1000);
   EXPECT_EQ(doc["h"], 1.5);
-  EXPECT_EQ(doc["i"], "1e5");    // PyYAML's floats need a '.'
+  EXPECT_EQ(doc["i"], "1e5");  // PyYAML's floats need a '.'
   EXPECT_TRUE(std::isinf(doc["j"].get<double>()) && doc["j"].get<double>() > 0);
   EXPECT_TRUE(std::isinf(doc["k"].get<double>()) && doc["k"].get<double>() < 0);
   EXPECT_EQ(doc["l"], "12");
@@ -84,7 +85,8 @@ TEST(Yaml, MalformedAndHostileDocumentsAreErrors) {
   EXPECT_EQ(error_of("a: 1\n---\nb: 2\n"), "config.yaml: line 2, column 1: more than one document");
   EXPECT_NE(error_of("a: 99999999999999999999\n").find("outside the 64-bit range"), std::string::npos);
   EXPECT_NE(error_of("a: *nothing\n").find("names no anchor"), std::string::npos);
-  EXPECT_NE(error_of(std::string(1000, '[') + std::string(1000, ']')).find("nested deeper than 256"), std::string::npos);
+  EXPECT_NE(error_of(std::string(1000, '[') + std::string(1000, ']')).find("nested deeper than 256"),
+            std::string::npos);
   // A billion laughs: nine levels of ten aliases each would expand to 10^9 nodes.
   std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   for (char c = 'b'; c <= 'i'; ++c) {

@@ -160,8 +160,8 @@ TEST(Zstd, TooLongNamesOnlyASizeTheFramesDeclare) {
 // deltacells records the empty frame a level-19 writer produced (libzstd 1.5.4); any decoder
 // must read it as zero bytes.
 TEST(Zstd, ConformanceEmptyFrame) {
-  const auto vectors =
-      nlohmann::json::parse(tessera::testing::read_file_text(tessera::testing::conformance_dir() / "deltacells" / "vectors.json"));
+  const auto vectors = nlohmann::json::parse(
+      tessera::testing::read_file_text(tessera::testing::conformance_dir() / "deltacells" / "vectors.json"));
   const auto hex = vectors.at("empty_frame_hex_level19").get<std::string>();
   std::vector<std::byte> frame;
   for (std::size_t i = 0; i + 1 < hex.size(); i += 2)

@@ -12,7 +12,8 @@ namespace {
 
 using test::random_column;
 
-std::vector<std::byte> write_arrow(const std::vector<ArrowField>& fields, const std::vector<std::vector<Column>>& batches) {
+std::vector<std::byte> write_arrow(const std::vector<ArrowField>& fields,
+                                   const std::vector<std::vector<Column>>& batches) {
   io::MemorySink sink;
   ArrowFileWriter writer(sink, fields);
   for (const auto& b : batches) writer.write_batch(b);
@@ -93,8 +94,9 @@ TEST(ArrowIpc, ReadsApacheArrowFiles) {
     for (std::size_t f = 0; f < test::all_types().size(); ++f) {
       const auto t = test::all_types()[f];
       expected[b].push_back(random_column(t, rows[b], b == 0 ? 0.2 : 0.0, 50 * b + f));
-      batch["columns"].push_back(
-          {{"name", std::string(column_type_name(t))}, {"type", column_type_name(t)}, {"data", test::json_values(expected[b].back())}});
+      batch["columns"].push_back({{"name", std::string(column_type_name(t))},
+                                  {"type", column_type_name(t)},
+                                  {"data", test::json_values(expected[b].back())}});
     }
     spec["batches"].push_back(batch);
   }

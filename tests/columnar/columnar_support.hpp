@@ -21,9 +21,10 @@
 namespace tessera::columnar::test {
 
 inline const std::vector<ColumnType>& all_types() {
-  static const std::vector<ColumnType> types = {
-      ColumnType::Int8,   ColumnType::Int16,  ColumnType::Int32, ColumnType::Int64,  ColumnType::UInt8, ColumnType::UInt16,
-      ColumnType::UInt32, ColumnType::UInt64, ColumnType::Float, ColumnType::Double, ColumnType::Bool,  ColumnType::String};
+  static const std::vector<ColumnType> types = {ColumnType::Int8,   ColumnType::Int16,  ColumnType::Int32,
+                                                ColumnType::Int64,  ColumnType::UInt8,  ColumnType::UInt16,
+                                                ColumnType::UInt32, ColumnType::UInt64, ColumnType::Float,
+                                                ColumnType::Double, ColumnType::Bool,   ColumnType::String};
   return types;
 }
 
@@ -32,24 +33,43 @@ inline const std::vector<ColumnType>& all_types() {
 inline Column random_column(ColumnType type, std::size_t n, double null_rate, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  static const std::vector<std::string> words = {"", "alpha", "beta", "grün", "日本語", "emoji 😀", "tab\tquote\"",
-                                                 "a much longer value that repeats a few words a few words"};
+  static const std::vector<std::string> words = {
+      "",       "alpha",   "beta",         "grün",
+      "日本語", "emoji 😀", "tab\tquote\"", "a much longer value that repeats a few words a few words"};
   Column c(type);
   for (std::size_t i = 0; i < n; ++i) {
     const bool valid = unit(rng) >= null_rate;
     const std::uint64_t bits = i < 2 ? (i == 0 ? 0 : ~std::uint64_t{0}) : rng();
     switch (type) {
-      case ColumnType::Int8: c.append<std::int8_t>(valid ? std::optional(static_cast<std::int8_t>(bits)) : std::nullopt); break;
-      case ColumnType::Int16: c.append<std::int16_t>(valid ? std::optional(static_cast<std::int16_t>(bits)) : std::nullopt); break;
-      case ColumnType::Int32: c.append<std::int32_t>(valid ? std::optional(static_cast<std::int32_t>(bits)) : std::nullopt); break;
-      case ColumnType::Int64: c.append<std::int64_t>(valid ? std::optional(static_cast<std::int64_t>(bits)) : std::nullopt); break;
-      case ColumnType::UInt8: c.append<std::uint8_t>(valid ? std::optional(static_cast<std::uint8_t>(bits)) : std::nullopt); break;
-      case ColumnType::UInt16: c.append<std::uint16_t>(valid ? std::optional(static_cast<std::uint16_t>(bits)) : std::nullopt); break;
-      case ColumnType::UInt32: c.append<std::uint32_t>(valid ? std::optional(static_cast<std::uint32_t>(bits)) : std::nullopt); break;
+      case ColumnType::Int8:
+        c.append<std::int8_t>(valid ? std::optional(static_cast<std::int8_t>(bits)) : std::nullopt);
+        break;
+      case ColumnType::Int16:
+        c.append<std::int16_t>(valid ? std::optional(static_cast<std::int16_t>(bits)) : std::nullopt);
+        break;
+      case ColumnType::Int32:
+        c.append<std::int32_t>(valid ? std::optional(static_cast<std::int32_t>(bits)) : std::nullopt);
+        break;
+      case ColumnType::Int64:
+        c.append<std::int64_t>(valid ? std::optional(static_cast<std::int64_t>(bits)) : std::nullopt);
+        break;
+      case ColumnType::UInt8:
+        c.append<std::uint8_t>(valid ? std::optional(static_cast<std::uint8_t>(bits)) : std::nullopt);
+        break;
+      case ColumnType::UInt16:
+        c.append<std::uint16_t>(valid ? std::optional(static_cast<std::uint16_t>(bits)) : std::nullopt);
+        break;
+      case ColumnType::UInt32:
+        c.append<std::uint32_t>(valid ? std::optional(static_cast<std::uint32_t>(bits)) : std::nullopt);
+        break;
       case ColumnType::UInt64: c.append<std::uint64_t>(valid ? std::optional(bits) : std::nullopt); break;
-      case ColumnType::Float: c.append<float>(valid ? std::optional(static_cast<float>((unit(rng) - 0.5) * 1e4)) : std::nullopt); break;
+      case ColumnType::Float:
+        c.append<float>(valid ? std::optional(static_cast<float>((unit(rng) - 0.5) * 1e4)) : std::nullopt);
+        break;
       case ColumnType::Double: c.append<double>(valid ? std::optional((unit(rng) - 0.5) * 1e12) : std::nullopt); break;
-      case ColumnType::Bool: c.append<std::uint8_t>(valid ? std::optional<std::uint8_t>(bits & 1) : std::nullopt); break;
+      case ColumnType::Bool:
+        c.append<std::uint8_t>(valid ? std::optional<std::uint8_t>(bits & 1) : std::nullopt);
+        break;
       case ColumnType::String: {
         const std::string s = words[bits % words.size()] + (bits % 3 == 0 ? std::to_string(bits % 97) : "");
         c.append_string(valid ? std::optional<std::string_view>(s) : std::nullopt);

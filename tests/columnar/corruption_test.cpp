@@ -18,12 +18,15 @@ using test::random_column;
 std::vector<std::byte> small_parquet() {
   io::MemorySink sink;
   ParquetWriter writer(sink,
-                       {{"code", ColumnType::Int8, true}, {"name", ColumnType::String, true},
-                        {"x", ColumnType::Double, false}, {"flag", ColumnType::Bool, false}},
+                       {{"code", ColumnType::Int8, true},
+                        {"name", ColumnType::String, true},
+                        {"x", ColumnType::Double, false},
+                        {"flag", ColumnType::Bool, false}},
                        {{"origin", "test"}}, {});
   for (std::uint64_t g = 0; g < 2; ++g)
-    writer.write_row_group(std::vector<Column>{random_column(ColumnType::Int8, 20, 0.1, g), random_column(ColumnType::String, 20, 0.2, g),
-                                               random_column(ColumnType::Double, 20, 0.2, g), random_column(ColumnType::Bool, 20, 0.3, g)});
+    writer.write_row_group(std::vector<Column>{
+        random_column(ColumnType::Int8, 20, 0.1, g), random_column(ColumnType::String, 20, 0.2, g),
+        random_column(ColumnType::Double, 20, 0.2, g), random_column(ColumnType::Bool, 20, 0.3, g)});
   writer.finish();
   return sink.bytes();
 }

@@ -14,8 +14,8 @@ namespace {
 using test::random_column;
 
 std::vector<std::byte> write_parquet(const std::vector<ParquetColumnSpec>& specs,
-                                     const std::vector<std::vector<Column>>& row_groups,
-                                     std::vector<KeyValue> kv = {}, ParquetWriterOptions options = {}) {
+                                     const std::vector<std::vector<Column>>& row_groups, std::vector<KeyValue> kv = {},
+                                     ParquetWriterOptions options = {}) {
   io::MemorySink sink;
   ParquetWriter writer(sink, specs, std::move(kv), options);
   for (const auto& rg : row_groups) writer.write_row_group(rg);
@@ -27,7 +27,8 @@ std::vector<std::byte> write_parquet(const std::vector<ParquetColumnSpec>& specs
 std::vector<ParquetColumnSpec> specs_for(const std::vector<ColumnType>& types, bool dictionary) {
   std::vector<ParquetColumnSpec> specs;
   for (const auto t : types)
-    specs.push_back({std::string(column_type_name(t)) + "_col", t, dictionary && (t == ColumnType::String || t == ColumnType::Int8)});
+    specs.push_back({std::string(column_type_name(t)) + "_col", t,
+                     dictionary && (t == ColumnType::String || t == ColumnType::Int8)});
   return specs;
 }
 
@@ -37,7 +38,8 @@ TEST(Parquet, RoundTripEveryTypeThroughTesseraAndHyparquet) {
   std::vector<std::vector<Column>> groups(3);
   const std::size_t rows[] = {1500, 0, 777};
   for (std::size_t g = 0; g < 3; ++g)
-    for (std::size_t c = 0; c < specs.size(); ++c) groups[g].push_back(random_column(specs[c].type, rows[g], 0.2, 10 * g + c));
+    for (std::size_t c = 0; c < specs.size(); ++c)
+      groups[g].push_back(random_column(specs[c].type, rows[g], 0.2, 10 * g + c));
   const auto bytes = write_parquet(specs, groups, {{"k", "v"}, {"empty", std::nullopt}});
 
   const auto source = io::memory_source(bytes, "every_type.parquet");
@@ -78,7 +80,7 @@ TEST(Parquet, OutputIsDeterministic) {
 // falls back to PLAIN; a small vocabulary stays dictionary-encoded.
 TEST(Parquet, PageSplitAndDictionaryFallback) {
   const std::size_t n = 200000;
-  Column doubles = random_column(ColumnType::Double, n, 0.05, 1);     // ~1.5 MiB of values
+  Column doubles = random_column(ColumnType::Double, n, 0.05, 1);  // ~1.5 MiB of values
   Column unique(ColumnType::String), vocab(ColumnType::String), codes(ColumnType::Int8);
   for (std::size_t i = 0; i < n; ++i) {
     const std::string u = "cell_" + std::to_string(i * 7919) + "_barcode_ACGTACGTACGT";
@@ -87,9 +89,10 @@ TEST(Parquet, PageSplitAndDictionaryFallback) {
     vocab.append_string(v);
     codes.append<std::int8_t>(static_cast<std::int8_t>(i % 5 == 0 ? -1 : i % 11));
   }
-  const std::vector<ParquetColumnSpec> specs = {
-      {"x", ColumnType::Double, false}, {"barcode", ColumnType::String, true}, {"cell_type", ColumnType::String, true},
-      {"code", ColumnType::Int8, true}};
+  const std::vector<ParquetColumnSpec> specs = {{"x", ColumnType::Double, false},
+                                                {"barcode", ColumnType::String, true},
+                                                {"cell_type", ColumnType::String, true},
+                                                {"code", ColumnType::Int8, true}};
   const std::vector<Column> cols = {doubles, unique, vocab, codes};
   const auto bytes = write_parquet(specs, {cols});
   const auto source = io::memory_source(bytes, "big.parquet");
@@ -102,7 +105,8 @@ TEST(Parquet, PageSplitAndDictionaryFallback) {
   EXPECT_FALSE(has(chunks[1].encodings, Encoding::RleDictionary)) << "a >1 MiB dictionary falls back to PLAIN";
   EXPECT_TRUE(has(chunks[2].encodings, Encoding::RleDictionary));
   EXPECT_TRUE(has(chunks[3].encodings, Encoding::RleDictionary));
-  for (std::size_t c = 0; c < cols.size(); ++c) test::expect_same_column(file.read_column(0, c), cols[c], specs[c].name);
+  for (std::size_t c = 0; c < cols.size(); ++c)
+    test::expect_same_column(file.read_column(0, c), cols[c], specs[c].name);
 
   // Count the data pages with a small page limit: 8,000 doubles of 8 bytes in 1 KiB pages.
   ParquetWriterOptions small;
@@ -124,8 +128,8 @@ TEST(Parquet, PageSplitAndDictionaryFallback) {
 
 TEST(Parquet, OpenMakesThreeSmallReadsAndEachChunkOne) {
   const auto specs = specs_for({ColumnType::Int32, ColumnType::String}, true);
-  const auto bytes = write_parquet(specs, {{random_column(ColumnType::Int32, 100, 0.1, 1),
-                                            random_column(ColumnType::String, 100, 0.1, 2)}});
+  const auto bytes = write_parquet(
+      specs, {{random_column(ColumnType::Int32, 100, 0.1, 1), random_column(ColumnType::String, 100, 0.1, 2)}});
   const auto inner = io::memory_source(bytes, "counted.parquet");
   io::CountingSource counted(*inner);
   const auto file = ParquetFile::open(counted);
@@ -201,10 +205,10 @@ TEST_P(HyparquetFiles, ReadByTessera) {
     ColumnType stored;
     bool nullable;
   };
-  const std::vector<Source> sources = {{"INT32", ColumnType::Int32, true},   {"INT64", ColumnType::Int64, true},
-                                       {"FLOAT", ColumnType::Float, true},   {"DOUBLE", ColumnType::Double, true},
-                                       {"BOOLEAN", ColumnType::Bool, true},  {"STRING", ColumnType::String, true},
-                                       {"INT32", ColumnType::Int32, false},  {"STRING", ColumnType::String, false}};
+  const std::vector<Source> sources = {{"INT32", ColumnType::Int32, true},  {"INT64", ColumnType::Int64, true},
+                                       {"FLOAT", ColumnType::Float, true},  {"DOUBLE", ColumnType::Double, true},
+                                       {"BOOLEAN", ColumnType::Bool, true}, {"STRING", ColumnType::String, true},
+                                       {"INT32", ColumnType::Int32, false}, {"STRING", ColumnType::String, false}};
   const std::size_t n = 2500;
   nlohmann::json spec = {{"codec", param.codec}, {"rowGroupSize", 1000}, {"pageSize", 2048}};
   std::vector<Column> expected;
@@ -214,11 +218,14 @@ TEST_P(HyparquetFiles, ReadByTessera) {
     if (sources[i].stored == ColumnType::Int32) {
       Column small(ColumnType::Int32);
       for (std::uint64_t r = 0; r < n; ++r)
-        small.append<std::int32_t>(c.is_valid(r) ? std::optional<std::int32_t>(c.value<std::int32_t>(r) % 7) : std::nullopt);
+        small.append<std::int32_t>(c.is_valid(r) ? std::optional<std::int32_t>(c.value<std::int32_t>(r) % 7)
+                                                 : std::nullopt);
       c = small;
     }
-    nlohmann::json col = {{"name", "c" + std::to_string(i)}, {"type", sources[i].type},
-                          {"nullable", sources[i].nullable}, {"data", test::json_values(c)}};
+    nlohmann::json col = {{"name", "c" + std::to_string(i)},
+                          {"type", sources[i].type},
+                          {"nullable", sources[i].nullable},
+                          {"data", test::json_values(c)}};
     if (!param.encoding.empty() && sources[i].stored != ColumnType::Bool) col["encoding"] = param.encoding;
     spec["columns"].push_back(col);
     expected.push_back(c);
@@ -253,7 +260,8 @@ TEST_P(HyparquetFiles, ReadByTessera) {
 
 INSTANTIATE_TEST_SUITE_P(Codecs, HyparquetFiles,
                          ::testing::Values(HyparquetCase{"UNCOMPRESSED", "PLAIN"}, HyparquetCase{"SNAPPY", "PLAIN"},
-                                           HyparquetCase{"GZIP", "PLAIN"}, HyparquetCase{"UNCOMPRESSED", "RLE_DICTIONARY"},
+                                           HyparquetCase{"GZIP", "PLAIN"},
+                                           HyparquetCase{"UNCOMPRESSED", "RLE_DICTIONARY"},
                                            HyparquetCase{"SNAPPY", "RLE_DICTIONARY"},
                                            HyparquetCase{"GZIP", "RLE_DICTIONARY"}, HyparquetCase{"SNAPPY", ""}),
                          [](const auto& info) {
@@ -262,11 +270,12 @@ INSTANTIATE_TEST_SUITE_P(Codecs, HyparquetFiles,
 
 TEST(Parquet, UnsupportedEncodingsAndTypesAreNamed) {
   if (const auto why = test::node_unavailable(); !why.empty()) GTEST_SKIP() << why;
-  nlohmann::json spec = {{"codec", "UNCOMPRESSED"},
-                         {"columns",
-                          {{{"name", "delta"}, {"type", "INT32"}, {"encoding", "DELTA_BINARY_PACKED"}, {"data", {1, 2, 3}}},
-                           {{"name", "when"}, {"type", "TIMESTAMP"}, {"data", {1, 2, 3}}},
-                           {{"name", "ok"}, {"type", "INT32"}, {"data", {1, 2, 3}}}}}};
+  nlohmann::json spec = {
+      {"codec", "UNCOMPRESSED"},
+      {"columns",
+       {{{"name", "delta"}, {"type", "INT32"}, {"encoding", "DELTA_BINARY_PACKED"}, {"data", {1, 2, 3}}},
+        {{"name", "when"}, {"type", "TIMESTAMP"}, {"data", {1, 2, 3}}},
+        {{"name", "ok"}, {"type", "INT32"}, {"data", {1, 2, 3}}}}}};
   testing::TempDir dir;
   testing::write_file_text(dir / "spec.json", spec.dump());
   test::run_node("write_parquet.mjs", {(dir / "u.parquet").string(), (dir / "spec.json").string()});

@@ -71,12 +71,14 @@ TEST(ParquetWasm, DeltaEncodedColumnsAreRefusedByName) {
   if (!std::filesystem::exists(node_dir() / "node_modules/parquet-wasm")) GTEST_SKIP() << "parquet-wasm missing";
   testing::TempDir tmp;
   const Column ints = random_column(ColumnType::Int64, 100, 0.0, 7);
-  const nlohmann::json spec = {{"compression", "UNCOMPRESSED"}, {"dictionary", false}, {"writerVersion", "V2"},
+  const nlohmann::json spec = {{"compression", "UNCOMPRESSED"},
+                               {"dictionary", false},
+                               {"writerVersion", "V2"},
                                {"columns", {{{"name", "n"}, {"type", "int64"}, {"data", test::json_values(ints)}}}}};
   testing::write_file_text(tmp / "spec.json", spec.dump());
   const auto path = tmp / "delta.parquet";
-  ASSERT_EQ(testing::run_process({"node", (node_dir() / "write_parquet_wasm.mjs").string(), path.string(),
-                                  (tmp / "spec.json").string()})
+  ASSERT_EQ(testing::run_process(
+                {"node", (node_dir() / "write_parquet_wasm.mjs").string(), path.string(), (tmp / "spec.json").string()})
                 .rc,
             0);
   const auto source = io::open_file(path.string());

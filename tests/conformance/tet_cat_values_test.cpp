@@ -12,7 +12,7 @@ namespace tessera::testing {
 namespace {
 
 struct CatCase {
-  std::string file;       // relative to the tetration conformance folder
+  std::string file;  // relative to the tetration conformance folder
   std::string dataset;
   std::string selection;  // JSON, or empty for the whole dataset
   std::string expected;   // numpy expression for the expected array
@@ -64,7 +64,9 @@ TEST(TetCatValues, EveryConformanceDatasetMatchesNumpy) {
     ASSERT_EQ(r.rc, 0) << c.file << " " << c.dataset << ": " << r.err;
     EXPECT_EQ(r.out, "");
     checks += "got = np.load(r'" + out.string() + "')\nexp = " + c.expected + "\n";
-    checks += "if got.dtype != exp.dtype or got.shape != exp.shape or not np.array_equal(got, exp, equal_nan=got.dtype.kind == 'f'):\n";
+    checks +=
+        "if got.dtype != exp.dtype or got.shape != exp.shape or not np.array_equal(got, exp, equal_nan=got.dtype.kind "
+        "== 'f'):\n";
     checks += "    bad.append(('" + c.file + "', '" + c.dataset + "', " + std::to_string(i) +
               ", str(got.dtype), got.shape, got.ravel()[:8].tolist()))\n";
   }
@@ -85,8 +87,8 @@ TEST(TetCatValues, EmptyFileReportsTheMissingDataset) {
 
 TEST(TetCatValues, CorruptFooterFailsBeforeWriting) {
   TempDir tmp;
-  const RunResult r = run_cli({"tet", "cat", (conformance_dir() / "tetration/plan.tet").string(), "a", "--out",
-                               (tmp / "a.npy").string()});
+  const RunResult r = run_cli(
+      {"tet", "cat", (conformance_dir() / "tetration/plan.tet").string(), "a", "--out", (tmp / "a.npy").string()});
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.err.rfind("error: history footer JSON is invalid: ", 0), 0u) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "a.npy"));
@@ -106,8 +108,7 @@ TEST(TetCatValues, SelectionErrorsFollowTheQueryRules) {
       {R"([{"step":0},{}])", "error: selection[0].step must be >= 1, got 0\n"},
       {R"([{"start":1,"stop":1},{}])", "error: selection[0]: start must be < stop when both set (got 1 >= 1)\n"},
       {R"([{"start":2},{}])", "error: selection[0].start must be < shape[0] (2), got 2\n"},
-      {R"([{"start_label":"x"},{}])",
-       "error: selection coordinate labels require footer metadata for this dataset\n"},
+      {R"([{"start_label":"x"},{}])", "error: selection coordinate labels require footer metadata for this dataset\n"},
   };
   for (const auto& b : bad) {
     const RunResult r = run_cli({"tet", "cat", sample, "temperature", "--out", out, "--selection", b.selection});

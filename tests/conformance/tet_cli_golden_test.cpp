@@ -37,8 +37,7 @@ std::vector<GoldenCase> load_cases() {
   const auto text = testing::read_file_text(tetration_dir() / "expected/reference_cli_outputs.json");
   for (const auto& r : nlohmann::json::parse(text)) {
     const auto argv = r.at("argv").get<std::vector<std::string>>();
-    if (argv.size() < 2 ||
-        (argv[1] != "info" && argv[1] != "verify" && argv[1] != "repair" && argv[1] != "query"))
+    if (argv.size() < 2 || (argv[1] != "info" && argv[1] != "verify" && argv[1] != "repair" && argv[1] != "query"))
       continue;
     cases.push_back({r.at("id").get<std::string>(), argv, r.at("rc").get<int>(), r.at("stdout").get<std::string>(),
                      r.at("stderr").get<std::string>()});
@@ -77,9 +76,15 @@ struct Divergence {
 const std::map<std::string, Divergence>& query_divergences() {
   static const std::map<std::string, Divergence> d = {
       {"sum_axis0_a_u8_error",
-       {0, "dataset=a status=ok op=sum axes=[0] reduced_shape=3 values=[5,7,9] elements=6 memory_strategy=streaming_fold\n", ""}},
+       {0,
+        "dataset=a status=ok op=sum axes=[0] reduced_shape=3 values=[5,7,9] elements=6 "
+        "memory_strategy=streaming_fold\n",
+        ""}},
       {"sum_axis0_a_f16_error",
-       {0, "dataset=a status=ok op=sum axes=[0] reduced_shape=3 values=[5,7,9] elements=6 memory_strategy=streaming_fold\n", ""}},
+       {0,
+        "dataset=a status=ok op=sum axes=[0] reduced_shape=3 values=[5,7,9] elements=6 "
+        "memory_strategy=streaming_fold\n",
+        ""}},
       {"op_covariance_quiet_error",
        {0,
         "dataset=temperature status=ok op=covariance axes=[0] order=3 matrix=[2.25,2.25,2.25,2.25,2.25,2.25,2.25,2.25,"
@@ -99,7 +104,8 @@ std::string expected_query_stdout(const std::string& id, std::string golden) {
   auto insert_after = [&](const std::string& anchor_key, const std::string& extra) {
     const auto at = golden.find(anchor_key);
     if (at == std::string::npos) return;
-    const auto end = anchor_key.back() == '[' ? golden.find(']', at) + 1 : golden.find_first_of(",}", at + anchor_key.size());
+    const auto end =
+        anchor_key.back() == '[' ? golden.find(']', at) + 1 : golden.find_first_of(",}", at + anchor_key.size());
     golden.insert(end, extra);
   };
   if (id == "sum_a_u32_json") insert_after("\"chunk_index_rows\":", ",\"dataset_u32_bytes\":24");

@@ -74,12 +74,12 @@ TEST(VendoredConformance, IdenticalToUpstreamCopy) {
 
 TEST(VendoredConformance, EveryGroupOfTheProvenanceFileIsPresent) {
   // The vendored copy is complete on its own: each group the provenance file lists has its files.
-  for (const char* relative : {"tetration/sample.tet", "tetration/queries", "tetration/sources/h5",
-                               "tetration/generated/meta_spill.tet", "tetration/expected/reference_cli_outputs.json",
-                               "deltacells/dataset_small/manifest.json", "deltacells/tiles/corrupt",
-                               "zagg/tests/data/spec/minimal.expected.json", "zagg/tests/data/index/atl03_mini.h5",
-                               "zagg/configs/atl06.yaml", "zagg/mortie/packed_u64_golden.json",
-                               "zagg/moczarr/tests/data/strata_goldens/signal_tensors.npy", "zagg/golden_vectors.json"}) {
+  for (const char* relative :
+       {"tetration/sample.tet", "tetration/queries", "tetration/sources/h5", "tetration/generated/meta_spill.tet",
+        "tetration/expected/reference_cli_outputs.json", "deltacells/dataset_small/manifest.json",
+        "deltacells/tiles/corrupt", "zagg/tests/data/spec/minimal.expected.json", "zagg/tests/data/index/atl03_mini.h5",
+        "zagg/configs/atl06.yaml", "zagg/mortie/packed_u64_golden.json",
+        "zagg/moczarr/tests/data/strata_goldens/signal_tensors.npy", "zagg/golden_vectors.json"}) {
     EXPECT_TRUE(fs::exists(vendored_dir() / relative)) << relative;
   }
   const std::string provenance = read_file_text(source_dir() / "tests" / "data" / "PROVENANCE.md");
@@ -112,8 +112,8 @@ TEST(VendoredConformance, ComparisonCatchesOneFlippedByte) {
   fs::copy_file(theirs / "deltacells" / "tiles" / "basic_5x10_2chunks.dct", tile, fs::copy_options::overwrite_existing);
   fs::remove(ours / "deltacells" / "vectors.json");
   write_file_text(ours / "deltacells" / "extra.json", "{}");
-  EXPECT_EQ(tree_differences(ours, theirs),
-            (std::vector<std::string>{"only in vendored: deltacells/extra.json", "only upstream: deltacells/vectors.json"}));
+  EXPECT_EQ(tree_differences(ours, theirs), (std::vector<std::string>{"only in vendored: deltacells/extra.json",
+                                                                      "only upstream: deltacells/vectors.json"}));
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ TEST(CheckedArithmetic, AddDetectsOverflowExactlyAtTheBoundary) {
 TEST(CheckedArithmetic, MulDetectsOverflowExactlyAtTheBoundary) {
   EXPECT_EQ(tessera::mul_u64(0, kMax), 0u);
   EXPECT_EQ(tessera::mul_u64(1, kMax), kMax);
-  EXPECT_EQ(tessera::mul_u64(std::uint64_t{1} << 32, (std::uint64_t{1} << 32) - 1), kMax - ((std::uint64_t{1} << 32) - 1));
+  EXPECT_EQ(tessera::mul_u64(std::uint64_t{1} << 32, (std::uint64_t{1} << 32) - 1),
+            kMax - ((std::uint64_t{1} << 32) - 1));
   EXPECT_FALSE(tessera::mul_u64(std::uint64_t{1} << 32, std::uint64_t{1} << 32).has_value());
   EXPECT_FALSE(tessera::mul_u64(2, kMax / 2 + 1).has_value());
   EXPECT_EQ(tessera::mul_u64(2, kMax / 2), kMax - 1);

@@ -62,8 +62,7 @@ TEST(DType, VisitDtypeUsesAnElementTypeOfTheRightSize) {
   for (DType t : all_dtypes()) {
     const std::size_t visited = tessera::visit_dtype(t, [](auto v) { return sizeof(v); });
     EXPECT_EQ(visited, tessera::dtype_size(t)) << tessera::dtype_info(t).name;
-    const bool visited_float =
-        tessera::visit_dtype(t, [](auto v) { return std::is_floating_point_v<decltype(v)>; });
+    const bool visited_float = tessera::visit_dtype(t, [](auto v) { return std::is_floating_point_v<decltype(v)>; });
     // f16 is carried as its uint16_t bit pattern; f32/f64 as native floats.
     EXPECT_EQ(visited_float, tessera::is_float(t) && t != DType::F16) << tessera::dtype_info(t).name;
   }

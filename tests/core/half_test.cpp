@@ -72,12 +72,11 @@ TEST(Half, WideningMatchesNumpyForEveryPattern) {
     const float got = tessera::half_to_float(static_cast<std::uint16_t>(h));
     const std::uint32_t got_bits = std::bit_cast<std::uint32_t>(got);
     const std::uint32_t want = expected[h];
-    const bool ok = float_bits_are_nan(want) ? (std::isnan(got) && (got_bits >> 31) == (want >> 31))
-                                              : got_bits == want;
+    const bool ok = float_bits_are_nan(want) ? (std::isnan(got) && (got_bits >> 31) == (want >> 31)) : got_bits == want;
     // The double widening must be the float widening, exactly.
     const bool ok_double = float_bits_are_nan(want) ? std::isnan(tessera::half_to_double(static_cast<std::uint16_t>(h)))
-                                                     : tessera::half_to_double(static_cast<std::uint16_t>(h)) ==
-                                                           static_cast<double>(std::bit_cast<float>(want));
+                                                    : tessera::half_to_double(static_cast<std::uint16_t>(h)) ==
+                                                          static_cast<double>(std::bit_cast<float>(want));
     if ((!ok || !ok_double) && ++mismatches <= 10)
       ADD_FAILURE() << "half " << hex(h, 4) << ": tessera " << hex(got_bits, 8) << ", numpy " << hex(want, 8);
   }
@@ -89,14 +88,34 @@ TEST(Half, WideningMatchesNumpyForEveryPattern) {
 std::vector<std::uint32_t> narrowing_inputs() {
   std::vector<std::uint32_t> in;
   const float boundaries[] = {
-      0.0f, 1.0f, 65504.0f, 65519.996f, 65520.0f, 65536.0f, 1e10f, INFINITY, NAN,
-      std::ldexp(1.0f, -24),                // smallest subnormal half
-      std::ldexp(1.0f, -25),                // tie between 0 and the smallest subnormal: to 0
+      0.0f,
+      1.0f,
+      65504.0f,
+      65519.996f,
+      65520.0f,
+      65536.0f,
+      1e10f,
+      INFINITY,
+      NAN,
+      std::ldexp(1.0f, -24),  // smallest subnormal half
+      std::ldexp(1.0f, -25),  // tie between 0 and the smallest subnormal: to 0
       std::nextafter(std::ldexp(1.0f, -25), 1.0f),
-      std::ldexp(3.0f, -26),                // between 2^-25 and 2^-24: rounds up
-      std::ldexp(1.0f, -26), std::ldexp(1.0f, -14), std::ldexp(1023.5f, -24), std::ldexp(1.0f, -149),
-      std::nextafter(std::ldexp(1.0f, -14), 0.0f), 1.0f + std::ldexp(1.0f, -11), 1.0f + std::ldexp(3.0f, -11),
-      2048.0f, 2049.0f, 2051.0f, 3.14159265f, 1e-5f, 6.1e-5f, 5.96e-8f, 3.4028235e38f,
+      std::ldexp(3.0f, -26),  // between 2^-25 and 2^-24: rounds up
+      std::ldexp(1.0f, -26),
+      std::ldexp(1.0f, -14),
+      std::ldexp(1023.5f, -24),
+      std::ldexp(1.0f, -149),
+      std::nextafter(std::ldexp(1.0f, -14), 0.0f),
+      1.0f + std::ldexp(1.0f, -11),
+      1.0f + std::ldexp(3.0f, -11),
+      2048.0f,
+      2049.0f,
+      2051.0f,
+      3.14159265f,
+      1e-5f,
+      6.1e-5f,
+      5.96e-8f,
+      3.4028235e38f,
   };
   for (float f : boundaries) {
     in.push_back(std::bit_cast<std::uint32_t>(f));

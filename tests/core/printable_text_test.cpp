@@ -13,10 +13,13 @@ namespace {
 
 TEST(PrintableText, KeepsValidUtf8AndEscapesTheRest) {
   EXPECT_EQ(printable_text("plain ASCII"), "plain ASCII");
-  EXPECT_EQ(printable_text("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
-  EXPECT_EQ(printable_text("a\xff" "b"), "a\\xffb");
-  EXPECT_EQ(printable_text("\xc3"), "\\xc3");                 // truncated sequence
-  EXPECT_EQ(printable_text("\xc0\xaf"), "\\xc0\\xaf");        // overlong '/'
+  EXPECT_EQ(printable_text("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(printable_text("a\xff"
+                           "b"),
+            "a\\xffb");
+  EXPECT_EQ(printable_text("\xc3"), "\\xc3");                    // truncated sequence
+  EXPECT_EQ(printable_text("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(printable_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
   EXPECT_EQ(printable_text(std::string("\x1b[31m\r\x7f\0", 8)), "\\x1b[31m\\x0d\\x7f\\x00");
   EXPECT_EQ(printable_text("line\n\tindented"), "line\n\tindented");

@@ -70,8 +70,8 @@ TEST_P(ConvertSources, EveryDatasetMatchesAnIndependentReader) {
 
 INSTANTIATE_TEST_SUITE_P(All, ConvertSources, ::testing::ValuesIn(test::all_sources()),
                          [](const ::testing::TestParamInfo<fs::path>& info) {
-                           std::string name = info.param.parent_path().filename().string() + "_" +
-                                              info.param.stem().string();
+                           std::string name =
+                               info.param.parent_path().filename().string() + "_" + info.param.stem().string();
                            for (char& c : name)
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return name;

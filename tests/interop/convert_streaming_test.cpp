@@ -179,12 +179,13 @@ print('OK')
   const long long by_default = cli_peak_rss({"tet", "convert", input.string(), out.string(), "--jobs", "2"});
   ASSERT_GT(by_default, 0) << "convert failed";
   ASSERT_GT(idle, 0) << "tessera --version failed";
-  EXPECT_LT(by_default - idle, 64ll << 20) << "peak resident memory, default unit: " << by_default << " bytes, the CLI alone "
-                                           << idle;
+  EXPECT_LT(by_default - idle, 64ll << 20)
+      << "peak resident memory, default unit: " << by_default << " bytes, the CLI alone " << idle;
   const long long peak = cli_peak_rss({"tet", "convert", input.string(), out.string(), "--jobs", "2"},
                                       {{"TESSERA_TET_CONVERT_UNIT_BYTES", "4194304"}});
   ASSERT_GT(peak, 0) << "convert failed";
-  EXPECT_LT(peak - idle, 64ll << 20) << "peak resident memory, 4 MiB units: " << peak << " bytes, the CLI alone " << idle;
+  EXPECT_LT(peak - idle, 64ll << 20) << "peak resident memory, 4 MiB units: " << peak << " bytes, the CLI alone "
+                                     << idle;
 
   // The one entry is the whole 160 MiB tile; its payload equals what h5py reads.
   test::expect_python_ok(std::string(kGeometry) + R"(

@@ -99,7 +99,8 @@ TEST(CorruptInput, TruncatedHdf5AndNetCdf) {
     for (std::size_t k = 0; k < 8; ++k) {
       const fs::path dir = tmp / (std::to_string(k) + fs::path(name).stem().string());
       fs::create_directories(dir);
-      const fs::path input = copy_truncated(src, tmp / (std::to_string(k) + fs::path(name).filename().string()), size * k / 8);
+      const fs::path input =
+          copy_truncated(src, tmp / (std::to_string(k) + fs::path(name).filename().string()), size * k / 8);
       expect_clean_failure(input, dir, "");
     }
   }

@@ -65,7 +65,8 @@ d.createVariable('sc', 'f4', ())
 d.close()
 )";
 
-ConvertReport convert_python_file(const std::string& writer, const std::vector<std::string>& args, const fs::path& out) {
+ConvertReport convert_python_file(const std::string& writer, const std::vector<std::string>& args,
+                                  const fs::path& out) {
   const auto run = testing::run_python(writer, args);
   if (run.rc != 0) throw std::runtime_error(run.err);
   return convert_to_tet(args[0], out.string());

@@ -34,7 +34,8 @@ std::vector<std::string> js_texts(const tet::TetFile& file, const tet::Dataset& 
         // Round-trip through node's own number formatting is avoided: compare as doubles below.
         out.push_back(codec::json::format_f64(static_cast<double>(v), codec::json::FloatStyle::Python));
       } else if (ds.dtype == DType::F16) {
-        out.push_back(codec::json::format_f64(half_to_double(static_cast<std::uint16_t>(v)), codec::json::FloatStyle::Python));
+        out.push_back(
+            codec::json::format_f64(half_to_double(static_cast<std::uint16_t>(v)), codec::json::FloatStyle::Python));
       } else {
         out.push_back(std::to_string(v));
       }
@@ -142,10 +143,12 @@ print('OK')
 
 TEST(TetExport, SampleEdgeChunkIsPadded) {
   testing::TempDir tmp("interop-export-sample");
-  const auto run = testing::run_cli({"tet", "export", testing::tet_fixture("sample.tet").string(), (tmp / "z").string()});
+  const auto run =
+      testing::run_cli({"tet", "export", testing::tet_fixture("sample.tet").string(), (tmp / "z").string()});
   ASSERT_EQ(run.rc, 0) << run.err;
   EXPECT_EQ(run.out, "");
-  EXPECT_TRUE(run.err.starts_with("exported 1 dataset(s), 2 chunk(s) \u2192 " + (tmp / "z").string() + " (")) << run.err;
+  EXPECT_TRUE(run.err.starts_with("exported 1 dataset(s), 2 chunk(s) \u2192 " + (tmp / "z").string() + " ("))
+      << run.err;
   EXPECT_TRUE(run.err.ends_with("s)\n")) << run.err;
   const auto c00 = testing::read_file_bytes(tmp / "z/temperature/c/0/0");
   const auto c01 = testing::read_file_bytes(tmp / "z/temperature/c/0/1");
@@ -157,7 +160,8 @@ TEST(TetExport, SampleEdgeChunkIsPadded) {
   const std::string array = testing::read_file_text(tmp / "z/temperature/zarr.json");
   EXPECT_NE(array.find("\"fill_value\": 0.0,"), std::string::npos) << array;
   EXPECT_EQ(array.find("dimension_names"), std::string::npos);
-  EXPECT_TRUE(array.starts_with("{\n  \"attributes\": {\n    \"tetration_dtype\": \"f32\"\n  },\n  \"chunk_grid\"")) << array;
+  EXPECT_TRUE(array.starts_with("{\n  \"attributes\": {\n    \"tetration_dtype\": \"f32\"\n  },\n  \"chunk_grid\""))
+      << array;
 }
 
 // TD-20: dimension_names from the footer, fill_value from _FillValue (5), padding with it.
@@ -172,7 +176,8 @@ TEST(TetExport, LabeledUsesFooterDimNamesAndFill) {
   EXPECT_EQ(array.meta().attributes["units"], "K");
   EXPECT_EQ(array.meta().attributes["_FillValue"], "5");
   // Tile (1,1) covers rows 3..3, column 2: one value (11), the rest padded with 5.
-  EXPECT_EQ(testing::read_file_bytes(tmp / "z/temperature/c/1/1"), testing::bytes_of(std::vector<float>{11, 5, 5, 5, 5, 5}));
+  EXPECT_EQ(testing::read_file_bytes(tmp / "z/temperature/c/1/1"),
+            testing::bytes_of(std::vector<float>{11, 5, 5, 5, 5, 5}));
 }
 
 // zstd datasets keep their codec (interior tiles verbatim, edge tiles re-encoded); groups per
@@ -180,7 +185,8 @@ TEST(TetExport, LabeledUsesFooterDimNamesAndFill) {
 TEST(TetExport, ZstdAndGroups) {
   testing::TempDir tmp("interop-export-zstd");
   export_tet_to_zarr(testing::tet_fixture("generated/multi_dataset.tet").string(), (tmp / "z").string());
-  EXPECT_EQ(testing::read_file_text(tmp / "z/ints/zarr.json"), "{\n  \"node_type\": \"group\",\n  \"zarr_format\": 3\n}");
+  EXPECT_EQ(testing::read_file_text(tmp / "z/ints/zarr.json"),
+            "{\n  \"node_type\": \"group\",\n  \"zarr_format\": 3\n}");
   const std::string meta = testing::read_file_text(tmp / "z/ints/i64/zarr.json");
   EXPECT_NE(meta.find("\"name\": \"zstd\""), std::string::npos) << meta;
   EXPECT_NE(meta.find("\"level\": 0"), std::string::npos) << meta;

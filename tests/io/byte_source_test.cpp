@@ -95,7 +95,10 @@ TEST_P(ByteSourceTest, ReadPastTheEndThrowsAndNamesTheObject) {
   const auto& src = f.source();
   std::vector<std::byte> buf(16);
   for (const auto& [off, len] : std::vector<std::pair<std::uint64_t, std::uint64_t>>{
-           {4096 - 15, 16}, {4096, 1}, {4097, 0}, {1u << 20, 4},
+           {4096 - 15, 16},
+           {4096, 1},
+           {4097, 0},
+           {1u << 20, 4},
            // Offsets whose end overflows 64 bits must not wrap into range.
            {std::numeric_limits<std::uint64_t>::max() - 7, 16},
            {std::numeric_limits<std::uint64_t>::max(), 1}}) {

@@ -31,7 +31,8 @@ void expect_replaced_error(const std::function<void()>& read, const fs::path& ro
     read();
     ADD_FAILURE() << what << ": read from a directory that replaced the one the store was opened on";
   } catch (const IoError& e) {
-    EXPECT_EQ(std::string(e.what()), root.string() + ": replaced while it was being read (open it again to read the new version)")
+    EXPECT_EQ(std::string(e.what()),
+              root.string() + ": replaced while it was being read (open it again to read the new version)")
         << what;
   }
 }

@@ -63,8 +63,8 @@ TEST_P(DirectoryStoreTest, MissingKeysAndDirectoriesAreAbsent) {
 TEST_P(DirectoryStoreTest, ListIsSortedAndRecursive) {
   for (const char* key : {"b/zarr.json", "a/c/1", "a/c/0", "zarr.json", "a/zarr.json", "b/c/0/0"})
     store_.put(key, as_bytes(key));
-  EXPECT_EQ(store_.list(""), (std::vector<std::string>{"a/c/0", "a/c/1", "a/zarr.json", "b/c/0/0", "b/zarr.json",
-                                                       "zarr.json"}));
+  EXPECT_EQ(store_.list(""),
+            (std::vector<std::string>{"a/c/0", "a/c/1", "a/zarr.json", "b/c/0/0", "b/zarr.json", "zarr.json"}));
   EXPECT_EQ(store_.list("a"), (std::vector<std::string>{"a/c/0", "a/c/1", "a/zarr.json"}));
   EXPECT_EQ(store_.list("a/c"), (std::vector<std::string>{"a/c/0", "a/c/1"}));
   EXPECT_EQ(store_.list("b/zarr.json"), (std::vector<std::string>{"b/zarr.json"}));

@@ -94,7 +94,13 @@ std::vector<std::string> convert_args(const fs::path& out, const fs::path& dir) 
 }
 
 std::vector<std::string> cat_args(const fs::path& out, const fs::path&) {
-  return {tessera::testing::cli_path(), "tet", "cat", testing::tet_fixture("sample.tet").string(), "temperature", "--out", out.string()};
+  return {tessera::testing::cli_path(),
+          "tet",
+          "cat",
+          testing::tet_fixture("sample.tet").string(),
+          "temperature",
+          "--out",
+          out.string()};
 }
 
 // Parameterised test names and failure messages show the writer's name.
@@ -116,7 +122,8 @@ class InterruptedWriter : public ::testing::TestWithParam<Writer> {
  protected:
   void SetUp() override {
     // The convert input: a Zarr store exported from the conformance sample.
-    const auto r = testing::run_cli({"tet", "export", testing::tet_fixture("sample.tet").string(), (dir_ / "in.zarr").string()});
+    const auto r =
+        testing::run_cli({"tet", "export", testing::tet_fixture("sample.tet").string(), (dir_ / "in.zarr").string()});
     ASSERT_EQ(r.rc, 0) << r.err;
     fs::create_directories(out_dir_);
   }

@@ -34,7 +34,8 @@ TEST(ObsConvertRoundTrip, PandasObsComesBackExactly) {
 
   const std::string cache = (tmp / "cache").string();
   const std::size_t n = want["obs_names"].size();
-  const auto get = run_cli({"cells", "get", ds, "0:" + std::to_string(n), "--json", "--obs", kColumns, "--cache-dir", cache});
+  const auto get =
+      run_cli({"cells", "get", ds, "0:" + std::to_string(n), "--json", "--obs", kColumns, "--cache-dir", cache});
   ASSERT_EQ(get.rc, 0) << get.err;
   EXPECT_NE(get.err.find("warning: obs columns"), std::string::npos) << get.err;  // localized on the way
   const nlohmann::json got = nlohmann::json::parse(get.out)["obs"];
@@ -43,7 +44,8 @@ TEST(ObsConvertRoundTrip, PandasObsComesBackExactly) {
     EXPECT_EQ(got[name], values) << name;
   }
   // Now local: no warning, and the text form prints the same values.
-  const auto text = run_cli({"cells", "get", ds, "0,35", "--obs", "tissue,age,flag_nullable,is_qc", "--cache-dir", cache});
+  const auto text =
+      run_cli({"cells", "get", ds, "0,35", "--obs", "tissue,age,flag_nullable,is_qc", "--cache-dir", cache});
   ASSERT_EQ(text.rc, 0) << text.err;
   EXPECT_EQ(text.err, "");
   const std::string first_line = text.out.substr(0, text.out.find('\n'));
@@ -68,8 +70,8 @@ TEST(ObsConvertRoundTrip, NoObsAndNoVarStoreNeither) {
       {"/usr/bin/python3", (testing::source_dir() / "tests/obs/pandas_obs_fixture.py").string(), tmp.path().string()});
   ASSERT_EQ(fixture.rc, 0) << fixture.err;
   const auto ds = (tmp / "ds").string();
-  ASSERT_EQ(run_cli({"cells", "convert", "--h5ad-glob", (tmp / "a.h5ad").string(), "--output", ds, "--no-obs", "--no-var",
-                     "--quiet"})
+  ASSERT_EQ(run_cli({"cells", "convert", "--h5ad-glob", (tmp / "a.h5ad").string(), "--output", ds, "--no-obs",
+                     "--no-var", "--quiet"})
                 .rc,
             0);
   const auto info = run_cli({"cells", "info", ds});

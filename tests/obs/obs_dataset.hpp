@@ -16,7 +16,9 @@ namespace tessera::cells::test {
 inline InputObsTable random_obs_table(std::uint64_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   InputObsTable t{"memory", n, {}, {}};
-  InputObsColumn ct{"cell_type", ObsKind::Category, columnar::Column(columnar::ColumnType::Int32),
+  InputObsColumn ct{"cell_type",
+                    ObsKind::Category,
+                    columnar::Column(columnar::ColumnType::Int32),
                     {"T cell", "B cell", "Müller glia", "NK"}};
   InputObsColumn age{"age", ObsKind::Numeric, columnar::Column(columnar::ColumnType::Double), {}};
   InputObsColumn count{"n_counts", ObsKind::Numeric, columnar::Column(columnar::ColumnType::Int64), {}};
@@ -29,8 +31,10 @@ inline InputObsTable random_obs_table(std::uint64_t n, std::uint64_t seed) {
     const bool age_missing = rng() % 7 == 0;
     age.values.append<double>(age_missing ? std::optional<double>() : std::optional<double>(double(rng() % 1000) / 8));
     count.values.append<std::int64_t>(static_cast<std::int64_t>(rng() % 100000) - 5);
-    ok.values.append<std::uint8_t>(rng() % 5 == 0 ? std::optional<std::uint8_t>() : std::optional<std::uint8_t>(rng() % 2));
-    donor.values.append_string(rng() % 6 == 0 ? std::optional<std::string_view>() : std::optional<std::string_view>(donors[rng() % 4]));
+    ok.values.append<std::uint8_t>(rng() % 5 == 0 ? std::optional<std::uint8_t>()
+                                                  : std::optional<std::uint8_t>(rng() % 2));
+    donor.values.append_string(rng() % 6 == 0 ? std::optional<std::string_view>()
+                                              : std::optional<std::string_view>(donors[rng() % 4]));
     const std::string name = "cell-" + std::to_string(i);
     names.values.append_string(name);
   }

@@ -15,8 +15,7 @@ using codec::json::Json;
 using columnar::ColumnType;
 
 Json vectors() {
-  return codec::json::parse_strict(
-      testing::read_file_text(testing::conformance_dir() / "deltacells" / "vectors.json"));
+  return codec::json::parse_strict(testing::read_file_text(testing::conformance_dir() / "deltacells" / "vectors.json"));
 }
 
 TEST(ObsFingerprint, ConformanceCasesReproduceExactly) {
@@ -44,7 +43,8 @@ TEST(ObsSchemaFile, SerializesLikePythonJsonDumps) {
   const std::string text = s.serialize();
   const auto r = testing::run_python(
       "import json,sys\n"
-      "cols=[{'name':'cell type','kind':'category','arrow_type':'int8','categories':['T cell','Müller','a\"b\\\\c','日本','😀']},"
+      "cols=[{'name':'cell type','kind':'category','arrow_type':'int8','categories':['T "
+      "cell','Müller','a\"b\\\\c','日本','😀']},"
       "{'name':'age','kind':'numeric','arrow_type':'double','categories':None},"
       "{'name':'ok','kind':'bool','arrow_type':'bool','categories':None},"
       "{'name':'obs_names','kind':'string','arrow_type':'string','categories':None}]\n"
@@ -82,7 +82,10 @@ TEST(ObsSchemaFile, RulesS1ToS6NameTheirRule) {
   expect_rule(head + R"([{"name": "a", "kind": "string"}]})", "S2");
   expect_rule(head + R"([{"name": "a", "kind": "string", "arrow_type": "string", "x": 1}]})", "S2");
   expect_rule(head + R"([{"name": 3, "kind": "string", "arrow_type": "string"}]})", "S3");
-  expect_rule(head + R"([{"name": "a", "kind": "string", "arrow_type": "string"}, {"name": "a", "kind": "bool", "arrow_type": "bool"}]})", "S3");
+  expect_rule(
+      head +
+          R"([{"name": "a", "kind": "string", "arrow_type": "string"}, {"name": "a", "kind": "bool", "arrow_type": "bool"}]})",
+      "S3");
   expect_rule(head + R"([{"name": "a", "kind": "text", "arrow_type": "string"}]})", "S4");
   expect_rule(head + R"([{"name": "a", "kind": "category", "arrow_type": "int8"}]})", "S4");
   expect_rule(head + R"([{"name": "a", "kind": "string", "arrow_type": "string", "categories": []}]})", "S4");
@@ -102,10 +105,15 @@ TEST(ObsSchemaFile, NonCanonicalTextFailsS7) {
   const std::string canonical =
       R"({"format": "deltacells-obs", "version": 1, "columns": [{"name": "a", "kind": "bool", "arrow_type": "bool", "categories": null}]})";
   EXPECT_NO_THROW(check_schema_canonical(canonical));
-  for (const std::string& other :
-       {canonical + "\n", std::string(R"({"format":"deltacells-obs","version":1,"columns":[{"name":"a","kind":"bool","arrow_type":"bool","categories":null}]})"),
-        std::string(R"({"version": 1, "format": "deltacells-obs", "columns": [{"name": "a", "kind": "bool", "arrow_type": "bool", "categories": null}]})"),
-        std::string(R"({"format": "deltacells-obs", "version": 1, "columns": [{"name": "a", "kind": "bool", "arrow_type": "bool"}]})")}) {
+  for (
+      const std::string& other :
+      {canonical + "\n",
+       std::string(
+           R"({"format":"deltacells-obs","version":1,"columns":[{"name":"a","kind":"bool","arrow_type":"bool","categories":null}]})"),
+       std::string(
+           R"({"version": 1, "format": "deltacells-obs", "columns": [{"name": "a", "kind": "bool", "arrow_type": "bool", "categories": null}]})"),
+       std::string(
+           R"({"format": "deltacells-obs", "version": 1, "columns": [{"name": "a", "kind": "bool", "arrow_type": "bool"}]})")}) {
     try {
       check_schema_canonical(other);
       ADD_FAILURE() << other;
@@ -123,7 +131,8 @@ TEST(ObsCacheNames, QuoteLikeUrllib) {
   if (!testing::have_python_numpy()) return;
   const std::string names[] = {"%x", "a+b=c&d", "über/ß", "..", "😀 emoji", "tab\tnew\nline", "'\"!*()"};
   for (const auto& n : names) {
-    const auto r = testing::run_python("import sys, urllib.parse\nsys.stdout.write(urllib.parse.quote(sys.argv[1], safe=''))", {n});
+    const auto r = testing::run_python(
+        "import sys, urllib.parse\nsys.stdout.write(urllib.parse.quote(sys.argv[1], safe=''))", {n});
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(quote_column_file_name(n), r.out) << n;
   }
@@ -133,10 +142,11 @@ TEST(ObsCacheNames, QuoteLikeUrllib) {
 
 TEST(ObsTypes, PromotionMatchesNumpy) {
   if (!testing::have_python_numpy()) GTEST_SKIP() << "numpy unavailable";
-  const std::vector<ColumnType> types = {ColumnType::Int8,   ColumnType::Int16,  ColumnType::Int32, ColumnType::Int64,
-                                         ColumnType::UInt8,  ColumnType::UInt16, ColumnType::UInt32, ColumnType::UInt64,
-                                         ColumnType::Float,  ColumnType::Double};
-  const char* numpy_names[] = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"};
+  const std::vector<ColumnType> types = {ColumnType::Int8,  ColumnType::Int16,  ColumnType::Int32,  ColumnType::Int64,
+                                         ColumnType::UInt8, ColumnType::UInt16, ColumnType::UInt32, ColumnType::UInt64,
+                                         ColumnType::Float, ColumnType::Double};
+  const char* numpy_names[] = {"int8",   "int16",  "int32",  "int64",   "uint8",
+                               "uint16", "uint32", "uint64", "float32", "float64"};
   const auto r = testing::run_python(
       "import numpy as np\n"
       "names=['int8','int16','int32','int64','uint8','uint16','uint32','uint64','float32','float64']\n"

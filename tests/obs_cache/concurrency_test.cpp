@@ -145,8 +145,7 @@ TEST(ObsConcurrency, ThreadsOfOneProcessShareTheBuild) {
   const auto cells = random_cells(800, 300, 8);
   std::vector<std::thread> threads;
   std::vector<std::string> outputs(6);
-  for (int i = 0; i < 6; ++i)
-    threads.emplace_back([&, i] { outputs[i] = serialize(store.take(cells, cols)); });
+  for (int i = 0; i < 6; ++i) threads.emplace_back([&, i] { outputs[i] = serialize(store.take(cells, cols)); });
   for (auto& t : threads) t.join();
   EXPECT_EQ(counting->gets(), d->manifest.n_tiles() * cols.size());
   for (int i = 1; i < 6; ++i) EXPECT_EQ(outputs[i], outputs[0]);
@@ -186,7 +185,8 @@ TEST(ObsConcurrency, WaitsForAPythonFlock) {
   const std::string locked = (d->tmp / "locked").string(), released = (d->tmp / "released").string();
   const std::string go = (d->tmp / "go").string();  // a FIFO: the Python process holds the lock until it opens
   ASSERT_EQ(::mkfifo(go.c_str(), 0600), 0);
-  const ScopedTestHooks armed({{"TESSERA_TEST_PAUSE_AT", "obs_cache.lock_busy:1"}, {"TESSERA_TEST_PAUSE_DIR", hooks.string()}});
+  const ScopedTestHooks armed(
+      {{"TESSERA_TEST_PAUSE_AT", "obs_cache.lock_busy:1"}, {"TESSERA_TEST_PAUSE_DIR", hooks.string()}});
   std::thread holder([&] {
     testing::run_python(
         "import fcntl, sys\n"

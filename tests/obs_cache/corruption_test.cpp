@@ -35,8 +35,9 @@ class ObsCorruption : public ::testing::Test {
     return d_->open()->cache_dir() + "/" + quote_column_file_name(column) + ".arrow";
   }
   // File offset of the buffer `pick` selects in record batch `batch` of the good file.
-  std::size_t buffer_offset(const std::string& column, std::size_t batch,
-                            const std::function<std::span<const std::byte>(const columnar::ArrowArrayView&)>& pick) const {
+  std::size_t buffer_offset(
+      const std::string& column, std::size_t batch,
+      const std::function<std::span<const std::byte>(const columnar::ArrowArrayView&)>& pick) const {
     const auto source = io::open_file(file_of(column));
     const auto file = columnar::ArrowFile::open(*source);
     return static_cast<std::size_t>(pick(file.column(batch, 0)).data() - source->view(0, source->size()));
@@ -69,7 +70,8 @@ class ObsCorruption : public ::testing::Test {
 TEST_F(ObsCorruption, TruncatedFilesAreRebuilt) {
   for (const std::string column : {"donor/id", "cell type", "age"}) {
     const Bytes good = testing::read_file_bytes(file_of(column));
-    expect_rebuilt(column, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2)), column + " half");
+    expect_rebuilt(column, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2)),
+                   column + " half");
     expect_rebuilt(column, Bytes(good.begin(), good.end() - 1), column + " minus one byte");
     expect_rebuilt(column, Bytes(good.begin(), good.begin() + 8), column + " magic only");
     expect_rebuilt(column, Bytes(), column + " empty");

@@ -32,7 +32,8 @@ using obs_test::make_obs_dataset;
 using obs_test::random_cells;
 
 // (offset, size) of schema column `column`'s chunk in every row group of every shard, tile order.
-std::vector<std::pair<std::string, columnar::ColumnChunkInfo>> chunks_of(const obs_test::ObsDataset& d, std::size_t column) {
+std::vector<std::pair<std::string, columnar::ColumnChunkInfo>> chunks_of(const obs_test::ObsDataset& d,
+                                                                         std::size_t column) {
   std::vector<std::pair<std::string, columnar::ColumnChunkInfo>> out;
   for (std::uint64_t s = 0; s < d.manifest.obs_shard_bytes.size(); ++s) {
     const std::string key = obs_shard_key(s);
@@ -93,12 +94,14 @@ TEST(ObsLocalize, TakeAfterLocalizeEqualsTheSource) {
 TEST(ObsLocalize, CacheFilesDoNotDependOnThreads) {
   const auto d = make_obs_dataset(700, 40, 4);
   const auto one = std::make_unique<ObsStore>(d->store(), d->manifest, ObsOpenOptions{.cache_dir = d->cache + "/one"});
-  const auto many = std::make_unique<ObsStore>(d->store(), d->manifest, ObsOpenOptions{.cache_dir = d->cache + "/many"});
+  const auto many =
+      std::make_unique<ObsStore>(d->store(), d->manifest, ObsOpenOptions{.cache_dir = d->cache + "/many"});
   one->localize_all(1);
   many->localize_all(8);
   for (const auto& name : d->names()) {
     const std::string file = "/" + quote_column_file_name(name) + ".arrow";
-    EXPECT_EQ(testing::read_file_bytes(one->cache_dir() + file), testing::read_file_bytes(many->cache_dir() + file)) << name;
+    EXPECT_EQ(testing::read_file_bytes(one->cache_dir() + file), testing::read_file_bytes(many->cache_dir() + file))
+        << name;
   }
 }
 
@@ -151,7 +154,8 @@ TEST(ObsLocalize, OneColumnReadsFootersAndOneChunkPerTile) {
     EXPECT_EQ(counting->gets(), n_tiles);
     const auto expected = chunks_of(*d, 1);
     auto log = counting->log();
-    std::sort(log.begin(), log.end(), [](const auto& a, const auto& b) { return std::tie(a.key, a.offset) < std::tie(b.key, b.offset); });
+    std::sort(log.begin(), log.end(),
+              [](const auto& a, const auto& b) { return std::tie(a.key, a.offset) < std::tie(b.key, b.offset); });
     ASSERT_EQ(log.size(), expected.size());
     for (std::size_t t = 0; t < log.size(); ++t) {
       EXPECT_EQ(log[t].key, expected[t].first);
@@ -197,7 +201,8 @@ class OverlapStore final : public io::Store {
  private:
   class Source final : public io::ByteSource {
    public:
-    Source(std::unique_ptr<io::ByteSource> inner, const OverlapStore& store) : inner_(std::move(inner)), store_(store) {}
+    Source(std::unique_ptr<io::ByteSource> inner, const OverlapStore& store)
+        : inner_(std::move(inner)), store_(store) {}
     std::uint64_t size() const override { return inner_->size(); }
     const std::string& name() const override { return inner_->name(); }
     void read_at(std::uint64_t offset, std::span<std::byte> dst) const override {
@@ -373,7 +378,8 @@ TEST(ObsLocalize, TakeOfLocalizedColumnsReadsOnlyTheCache) {
   const auto got = store.take(cells, mixed);
   ASSERT_EQ(got.size(), mixed.size());
   for (const auto& col : got) expect_take(*d, col, cells);
-  EXPECT_EQ(counting->gets() + counting->heads() + counting->lists(), 0u) << "a take of localized columns read the dataset";
+  EXPECT_EQ(counting->gets() + counting->heads() + counting->lists(), 0u)
+      << "a take of localized columns read the dataset";
 }
 
 TEST(ObsLocalize, ApacheArrowReadsTheCacheFiles) {
@@ -402,7 +408,8 @@ TEST(ObsLocalize, CacheFilesOfAnotherArrowWriterAreUsed) {
   auto inner = d->store();
   const auto counting = std::make_shared<io::CountingStore>(*inner);
   std::vector<std::string> warnings;
-  ObsStore store(counting, d->manifest, {.cache_dir = d->cache, .warn = [&](const std::string& w) { warnings.push_back(w); }});
+  ObsStore store(counting, d->manifest,
+                 {.cache_dir = d->cache, .warn = [&](const std::string& w) { warnings.push_back(w); }});
   std::filesystem::create_directories(store.cache_dir());
   const auto names = d->names();
   for (const auto& name : names) {
@@ -412,8 +419,10 @@ TEST(ObsLocalize, CacheFilesOfAnotherArrowWriterAreUsed) {
     for (const auto n : d->manifest.tile_cells) {
       const auto part = slice_rows(d->source_of(name), first, n);
       first += n;
-      spec["batches"].push_back({{"columns", {{{"name", name}, {"type", std::string(columnar::column_type_name(schema.type))},
-                                                {"data", columnar::test::json_values(part)}}}}});
+      spec["batches"].push_back({{"columns",
+                                  {{{"name", name},
+                                    {"type", std::string(columnar::column_type_name(schema.type))},
+                                    {"data", columnar::test::json_values(part)}}}}});
     }
     testing::write_file_text(d->tmp / "spec.json", spec.dump());
     columnar::test::run_node("write_arrow.mjs", {store.cache_dir() + "/" + quote_column_file_name(name) + ".arrow",

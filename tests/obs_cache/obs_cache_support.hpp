@@ -53,8 +53,8 @@ class EnvGuard {
 // A dataset with obs, in its own temporary directory, and a cache directory beside it.
 struct ObsDataset {
   testing::TempDir tmp{"tessera-obs-cache"};
-  std::string path;                    // the dataset directory
-  std::string cache;                   // a cache root for the tests
+  std::string path;   // the dataset directory
+  std::string cache;  // a cache root for the tests
   Manifest manifest;
   std::shared_ptr<ObsWriteInput> obs;  // the source values (whole columns)
   std::uint64_t tile_size = 0;
@@ -102,12 +102,9 @@ inline std::unique_ptr<ObsDataset> make_obs_dataset(std::uint64_t n_cells = 1000
   obs->zstd_level = 1;
   const std::vector<std::string> vocab = {"alpha", "beta", "grün", "日本", "T cell"};
   obs->schema.columns = {
-      {"cell type", ObsKind::Category, ColumnType::Int8, vocab},
-      {"age", ObsKind::Numeric, ColumnType::Double, {}},
-      {"n_genes", ObsKind::Numeric, ColumnType::UInt16, {}},
-      {"count", ObsKind::Numeric, ColumnType::Int64, {}},
-      {"is_doublet", ObsKind::Bool, ColumnType::Bool, {}},
-      {"donor/id", ObsKind::String, ColumnType::String, {}},
+      {"cell type", ObsKind::Category, ColumnType::Int8, vocab}, {"age", ObsKind::Numeric, ColumnType::Double, {}},
+      {"n_genes", ObsKind::Numeric, ColumnType::UInt16, {}},     {"count", ObsKind::Numeric, ColumnType::Int64, {}},
+      {"is_doublet", ObsKind::Bool, ColumnType::Bool, {}},       {"donor/id", ObsKind::String, ColumnType::String, {}},
   };
   for (const auto& name : extra_names) obs->schema.columns.push_back({name, ObsKind::Numeric, ColumnType::Int32, {}});
   std::mt19937_64 rng(seed);
@@ -180,7 +177,8 @@ inline void expect_take(const ObsDataset& d, const ObsTakeColumn& got, std::span
       if (!src.is_valid(c)) {
         ASSERT_TRUE(std::isnan(x)) << got.name << " cell " << c;
       } else {
-        const double want = columnar::visit_value_type(schema.type, [&](auto t) { return static_cast<double>(src.value<decltype(t)>(c)); });
+        const double want = columnar::visit_value_type(
+            schema.type, [&](auto t) { return static_cast<double>(src.value<decltype(t)>(c)); });
         ASSERT_EQ(x, want) << got.name << " cell " << c;
       }
     }

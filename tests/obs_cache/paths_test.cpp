@@ -22,10 +22,12 @@ TEST(ObsCachePaths, QuotesColumnNamesLikeUrllib) {
   EXPECT_EQ(quote_column_file_name("AZaz09_.-~"), "AZaz09_.-~");
   EXPECT_EQ(quote_column_file_name("%+?#&=:;,\\\"'"), "%25%2B%3F%23%26%3D%3A%3B%2C%5C%22%27");
   if (testing::run_process({"/usr/bin/python3", "--version"}).rc != 0) GTEST_SKIP() << "no python3";
-  const std::vector<std::string> names = {"cell type", "a/b", "ü", "日本 語", "x\ty\n", "~user.name-1_2", "(1) [2] {3}", ""};
+  const std::vector<std::string> names = {"cell type",      "a/b",         "ü", "日本 語", "x\ty\n",
+                                          "~user.name-1_2", "(1) [2] {3}", ""};
   std::string args;
   for (const auto& n : names) {
-    const auto run = testing::run_python("import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=''), end='')", {n});
+    const auto run =
+        testing::run_python("import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=''), end='')", {n});
     ASSERT_EQ(run.rc, 0) << run.err;
     EXPECT_EQ(quote_column_file_name(n), run.out) << n;
   }
@@ -88,10 +90,9 @@ print(root, end="")
     std::string home, dc, xdg, cache_dir;
   };
   const std::vector<Case> cases = {
-      {"/home/u", "", "", ""},          {"/home/u/", "", "", "~/a/./b//"}, {"/h", "~/c", "", ""},
-      {"/h", "", "x/../y", ""},         {"/h", "", "/abs/", ""},           {"/h", "", "", "../q/."},
-      {"/h", "/dc//", "/x", ""},        {"/", "", "", "~"},                {"/h", "", "", "~/"},
-      {"/h", "", "", "//srv//share/"},  {"/", "", "", ""},                 {"/h", "", "", "~root/x"}};
+      {"/home/u", "", "", ""}, {"/home/u/", "", "", "~/a/./b//"}, {"/h", "~/c", "", ""},     {"/h", "", "x/../y", ""},
+      {"/h", "", "/abs/", ""}, {"/h", "", "", "../q/."},          {"/h", "/dc//", "/x", ""}, {"/", "", "", "~"},
+      {"/h", "", "", "~/"},    {"/h", "", "", "//srv//share/"},   {"/", "", "", ""},         {"/h", "", "", "~root/x"}};
   for (const auto& c : cases) {
     EnvGuard env{{"HOME", c.home},
                  {"DELTACELLS_CACHE", c.dc.empty() ? std::nullopt : std::optional(c.dc)},
@@ -99,7 +100,8 @@ print(root, end="")
     const auto run = testing::run_python(code, {c.cache_dir});
     ASSERT_EQ(run.rc, 0) << run.err;
     EXPECT_EQ(resolve_obs_cache_root(c.cache_dir), run.out)
-        << "HOME=" << c.home << " DELTACELLS_CACHE=" << c.dc << " XDG_CACHE_HOME=" << c.xdg << " cache_dir=" << c.cache_dir;
+        << "HOME=" << c.home << " DELTACELLS_CACHE=" << c.dc << " XDG_CACHE_HOME=" << c.xdg
+        << " cache_dir=" << c.cache_dir;
   }
 }
 

@@ -81,7 +81,8 @@ void expect_var_column(const std::string& name, const columnar::Column& c, const
 void expect_var(const cells::VarTable& var, const nlohmann::json& want) {
   ASSERT_EQ(var.columns.size(), want["var"].size());
   ASSERT_EQ(var.column_names.size(), var.columns.size());
-  for (std::size_t i = 0; i < var.columns.size(); ++i) expect_var_column(var.column_names[i], var.columns[i], want["var"][i]);
+  for (std::size_t i = 0; i < var.columns.size(); ++i)
+    expect_var_column(var.column_names[i], var.columns[i], want["var"][i]);
   EXPECT_EQ(var.index_name, want["var_index_name"].is_null() ? "" : want["var_index_name"].get<std::string>());
   nlohmann::json index = want["var_index"];
   expect_values(var.index, index, "var index");
@@ -222,8 +223,8 @@ TEST(TenxH5Scan, BarcodesAndGenomes) {
   TempDir dir;
   const std::string script = (tessera::testing::source_dir() / "tests/cells/h5ad_fixtures.py").string();
   std::filesystem::create_directories(dir / "v3");
-  auto r = tessera::testing::run_process({"/usr/bin/python3", script, "tenx", (dir / "v3").string(), "--cells", "7",
-                                     "--genes", "5", "--splits", "2"});
+  auto r = tessera::testing::run_process(
+      {"/usr/bin/python3", script, "tenx", (dir / "v3").string(), "--cells", "7", "--genes", "5", "--splits", "2"});
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto s = scan_tenx_h5((dir / "v3/part_1.h5").string());
   EXPECT_EQ(s.barcodes, (std::vector<std::string>{"CELL000004-1", "CELL000005-1", "CELL000006-1"}));

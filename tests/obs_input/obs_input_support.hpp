@@ -21,7 +21,9 @@ inline bool have_anndata() {
   return ok;
 }
 
-inline std::string fixtures_script() { return (tessera::testing::source_dir() / "tests/obs_input/obs_fixtures.py").string(); }
+inline std::string fixtures_script() {
+  return (tessera::testing::source_dir() / "tests/obs_input/obs_fixtures.py").string();
+}
 
 // Runs the fixture script; the test fails (and the caller should return) when it fails.
 inline ::testing::AssertionResult fixture(const std::vector<std::string>& args) {

@@ -41,7 +41,8 @@ std::string node_unavailable() {
 }
 
 nlohmann::json read_with_parquet_wasm(const std::filesystem::path& file) {
-  const auto r = tessera::testing::run_process({"node", (node_dir() / "read_parquet_wasm.mjs").string(), file.string()});
+  const auto r =
+      tessera::testing::run_process({"node", (node_dir() / "read_parquet_wasm.mjs").string(), file.string()});
   if (r.rc != 0) throw std::runtime_error("read_parquet_wasm.mjs failed: " + r.err);
   return nlohmann::json::parse(r.out);
 }
@@ -53,7 +54,8 @@ VarTable sample_table(bool named) {
     t.columns.push_back(std::move(c));
   };
   add("gene_symbols", columnar::make_string_column({"TP53", "grün-ß", std::nullopt, "日本😀", ""}));
-  add("n_cells", columnar::make_column<std::int64_t>(ColumnType::Int64, {0, -5, std::numeric_limits<std::int64_t>::min(), 7, 8}));
+  add("n_cells",
+      columnar::make_column<std::int64_t>(ColumnType::Int64, {0, -5, std::numeric_limits<std::int64_t>::min(), 7, 8}));
   add("n_int", columnar::make_column<std::uint16_t>(ColumnType::UInt16, {1, std::nullopt, 65535, 3, std::nullopt}));
   add("mean", columnar::make_column<double>(ColumnType::Double, {0.5, std::nan(""), -1e300, 0.0, 2.25}));
   add("dispersion", columnar::make_column<float>(ColumnType::Float, {0.1f, 2.0f, std::nullopt, -3.5f, 1e-7f}));
@@ -183,7 +185,9 @@ TEST(VarParquet, ParquetWasmReadsTheSameValues) {
       ASSERT_TRUE(theirs[r].is_string()) << names[i] << " row " << r;
       const std::string s = theirs[r].get<std::string>();
       switch (c.type) {
-        case ColumnType::Float: EXPECT_EQ(std::strtod(s.c_str(), nullptr), static_cast<double>(c.value<float>(r))); break;
+        case ColumnType::Float:
+          EXPECT_EQ(std::strtod(s.c_str(), nullptr), static_cast<double>(c.value<float>(r)));
+          break;
         case ColumnType::Double: EXPECT_EQ(std::strtod(s.c_str(), nullptr), c.value<double>(r)); break;
         case ColumnType::Bool: EXPECT_EQ(s, c.value<std::uint8_t>(r) ? "true" : "false"); break;
         default: EXPECT_EQ(s, obs_input::test::python_text(c, r)) << names[i] << " row " << r;
@@ -239,7 +243,8 @@ TEST(VarParquet, WrongRowCountIsP8) {
 // pyarrow-style named level without a `columns` entry.
 std::vector<std::byte> foreign_file(const std::vector<columnar::KeyValue>& kv, const std::string& index_field) {
   io::MemorySink sink;
-  columnar::ParquetWriter w(sink, {{"symbol", ColumnType::String, false}, {index_field, ColumnType::String, false}}, kv);
+  columnar::ParquetWriter w(sink, {{"symbol", ColumnType::String, false}, {index_field, ColumnType::String, false}},
+                            kv);
   const std::vector<Column> g1{columnar::make_string_column({"A", "B"}), columnar::make_string_column({"g0", "g1"})};
   const std::vector<Column> g2{columnar::make_string_column({"C"}), columnar::make_string_column({"g2"})};
   w.write_row_group(g1);
@@ -254,8 +259,8 @@ TEST(VarParquet, IndexFromForeignMetadata) {
     return read_var_parquet(*src, 3);
   };
   {
-    const auto t = read(foreign_file({{"pandas", R"({"index_columns": ["__index_level_0__"], "columns": []})"}},
-                                     "__index_level_0__"));
+    const auto t = read(
+        foreign_file({{"pandas", R"({"index_columns": ["__index_level_0__"], "columns": []})"}}, "__index_level_0__"));
     EXPECT_EQ(t.column_names, std::vector<std::string>{"symbol"});
     EXPECT_EQ(t.index_name, "");
     ASSERT_EQ(t.index.length, 3u);

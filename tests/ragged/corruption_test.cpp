@@ -68,7 +68,9 @@ TEST(RaggedCorruption, TruncationsAndBitFlipsOfEveryFixtureObject) {
           ++cases;
         }
         std::vector<std::byte> flipped = original;
-        const std::size_t step = json ? std::max<std::size_t>(1, original.size() / 64) : original.size() <= 448 ? 1 : original.size() / 160;
+        const std::size_t step = json                     ? std::max<std::size_t>(1, original.size() / 64)
+                                 : original.size() <= 448 ? 1
+                                                          : original.size() / 160;
         for (std::size_t i = 0; i < original.size(); i += step) {
           flipped[i] ^= static_cast<std::byte>(1u << (i % 8));
           store.put(key, flipped);

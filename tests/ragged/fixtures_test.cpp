@@ -54,8 +54,10 @@ void expect_rows(const RaggedCell& cell, const Json& rows, const std::string& wh
   const auto v = cell.values<float>();
   ASSERT_EQ(cell.rows, rows.size()) << what;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(v[2 * i]), std::bit_cast<std::uint32_t>(test::f32_of(rows[i][0]))) << what << " row " << i;
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(v[2 * i + 1]), std::bit_cast<std::uint32_t>(test::f32_of(rows[i][1]))) << what << " row " << i;
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(v[2 * i]), std::bit_cast<std::uint32_t>(test::f32_of(rows[i][0])))
+        << what << " row " << i;
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(v[2 * i + 1]), std::bit_cast<std::uint32_t>(test::f32_of(rows[i][1])))
+        << what << " row " << i;
   }
 }
 
@@ -92,11 +94,13 @@ TEST(RaggedFixtures, EveryPopulatedCellDecodesToItsExpectedValues) {
       }
       // weight sums (n_signal as an exact count; flux_sum as numpy's float64 sum)
       if (c.contains("n_signal")) {
-        const auto d = tdigest::decode(RaggedArray::open(store, "6/h_tdigest_signal").read_cell(static_cast<std::int64_t>(index)).bytes, "s");
+        const auto d = tdigest::decode(
+            RaggedArray::open(store, "6/h_tdigest_signal").read_cell(static_cast<std::int64_t>(index)).bytes, "s");
         EXPECT_EQ(tdigest::pairwise_sum(d.weights), c["n_signal"].get<double>());
       }
       if (c.contains("flux_sum")) {
-        const auto d = tdigest::decode(RaggedArray::open(store, "6/rx_flux").read_cell(static_cast<std::int64_t>(index)).bytes, "f");
+        const auto d = tdigest::decode(
+            RaggedArray::open(store, "6/rx_flux").read_cell(static_cast<std::int64_t>(index)).bytes, "f");
         EXPECT_EQ(tdigest::pairwise_sum(d.weights), c["flux_sum"].get<double>());
       }
     }
@@ -133,7 +137,8 @@ TEST(RaggedFixtures, SweepsYieldExactlyThePopulatedCells) {
       if (f.times()) {
         const auto times = f.read_times();
         ASSERT_EQ(times.size(), e["cells"].size());
-        for (std::size_t i = 0; i < times.size(); ++i) expect_words(times[i].words, e["cells"][i][field + "_times"], "times");
+        for (std::size_t i = 0; i < times.size(); ++i)
+          expect_words(times[i].words, e["cells"][i][field + "_times"], "times");
       }
       // raw values: legal only for single-observation cells
       if (f.payload().weights() == Weights::Flux) {
@@ -170,7 +175,8 @@ TEST(RaggedFixtures, ColumnGroupsDecode) {
     for (std::size_t i = 0; i < values["morton"].size(); ++i) {
       EXPECT_EQ(morton[i], word_of(values["morton"][i]));
       EXPECT_EQ(count[i], values["count"][i].get<std::int32_t>());
-      expect_rows(f.read_cell(static_cast<std::int64_t>(i)), values["h_tdigest"][i], group + " cell " + std::to_string(i));
+      expect_rows(f.read_cell(static_cast<std::int64_t>(i)), values["h_tdigest"][i],
+                  group + " cell " + std::to_string(i));
     }
   }
 }
@@ -222,7 +228,8 @@ TEST(RaggedFixtures, ContentHashesOfEveryLeafAndColumn) {
   }
   // the same through a store rooted above the leaf
   io::DirectoryStore above(test::fixture_leaf("minimal").parent_path().string());
-  EXPECT_EQ(hash_tree(above, "11213.zarr").combined, "2f4ff37de621de05962ab720cec05fd643757977f1afbd0e859ca588a143b72e");
+  EXPECT_EQ(hash_tree(above, "11213.zarr").combined,
+            "2f4ff37de621de05962ab720cec05fd643757977f1afbd0e859ca588a143b72e");
 }
 
 TEST(RaggedFixtures, HashRecipeLiteralsAndVerificationOutcomes) {
@@ -262,7 +269,8 @@ TEST(RaggedFixtures, HashRecipeLiteralsAndVerificationOutcomes) {
   rec.arrays["z"] = "00";
   EXPECT_EQ(verify_hashes(h, rec).outcome, HashVerification::Outcome::Missing);
   // flat recorded form
-  const Json flat = Json::parse(R"({"x": ")" + h.arrays.at("x") + R"(", "y": ")" + h.arrays.at("y") + R"(", "combined": "c"})");
+  const Json flat =
+      Json::parse(R"({"x": ")" + h.arrays.at("x") + R"(", "y": ")" + h.arrays.at("y") + R"(", "combined": "c"})");
   EXPECT_EQ(parse_content_hashes(flat)->arrays, h.arrays);
   EXPECT_EQ(name_of(HashVerification::Outcome::Unrecorded), "unrecorded");
   EXPECT_EQ(to_json(h)["arrays"].size(), 2u);

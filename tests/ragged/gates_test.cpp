@@ -26,7 +26,8 @@ class RaggedGates : public ::testing::Test {
   }
   // Applies `edit` to the payload metadata and expects `open` to throw E with `text` in it.
   template <typename E>
-  void expect_refused(const std::function<void(Json&)>& edit, const std::string& text, const std::string& array = "6/h_tdigest") {
+  void expect_refused(const std::function<void(Json&)>& edit, const std::string& text,
+                      const std::string& array = "6/h_tdigest") {
     const Json original = meta(array);
     Json m = original;
     edit(m);
@@ -65,13 +66,20 @@ TEST_F(RaggedGates, TheFixtureOpensWithItsBindingsAndDeclarations) {
 TEST_F(RaggedGates, RaggedBlockRules) {
   expect_refused<FormatError>([](Json& m) { m["attributes"].erase("ragged"); }, "not a zagg ragged array");
   expect_refused<FormatError>([](Json& m) { m["attributes"]["ragged"] = "x"; }, "not a zagg ragged array");
-  expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["ragged"]["spec"] = "zagg-ragged/2"; }, "unknown ragged revision");
+  expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["ragged"]["spec"] = "zagg-ragged/2"; },
+                                   "unknown ragged revision");
   expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["ragged"].erase("spec"); }, "unknown ragged revision");
   expect_refused<FormatError>([](Json& m) { m["attributes"]["ragged"].erase("element"); }, "element");
   expect_refused<FormatError>([](Json& m) { m["attributes"]["ragged"]["element"]["dtype"] = ">f4"; }, "big-endian");
-  expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["ragged"]["element"]["dtype"] = "complex64"; }, "not supported");
-  expect_refused<FormatError>([](Json& m) { m["attributes"]["ragged"]["element"]["shape"] = Json::array({2}); }, "[-1, *inner_shape]");
-  expect_refused<FormatError>([](Json& m) { m["attributes"]["ragged"]["element"]["shape"] = Json::array({-1, 0}); }, "inner dimension");
+  expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["ragged"]["element"]["dtype"] = "complex64"; },
+                                   "not supported");
+  expect_refused<FormatError>([](Json& m) { m["attributes"]["ragged"]["element"]["shape"] = Json::array({2}); },
+                              "[-1, *inner_shape]");
+  expect_refused<FormatError>(
+      [](Json& m) {
+        m["attributes"]["ragged"]["element"]["shape"] = Json::array({-1, 0});
+      },
+      "inner dimension");
   expect_refused<FormatError>([](Json& m) { m["attributes"]["ragged"]["locations"] = "a/b"; }, "one key component");
   expect_refused<FormatError>([](Json& m) { m["attributes"]["ragged"]["locations"] = ""; }, "one key component");
   expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["weights"] = "photons"; }, "unknown weights");
@@ -97,15 +105,17 @@ TEST_F(RaggedGates, BindingRules) {
   expect_refused<FormatError>([](Json& m) { m["attributes"]["times"] = "count"; }, "not variable_length_bytes");
   expect_refused<FormatError>([](Json& m) { m["attributes"]["times"] = "h_tdigest"; }, "element float32");
   // a declaration with an unknown spec, shape or grammar is refused on the sibling
-  expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["located"]["spec"] = "zagg-located/9"; }, "unknown declaration spec",
-                                   "6/h_tdigest_locations");
+  expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["located"]["spec"] = "zagg-located/9"; },
+                                   "unknown declaration spec", "6/h_tdigest_locations");
   expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["located"]["shape"] = "per-cell"; }, "not implemented",
                                    "6/h_tdigest_locations");
-  expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["temporal"]["grammar"] = "iso"; }, "not implemented", "6/h_tdigest_times");
-  expect_refused<FormatError>([](Json& m) { m["attributes"]["temporal"]["shape"] = "per-cell"; }, "per-centroid", "6/h_tdigest_times");
-  // geometry mismatch of a sibling
-  expect_refused<FormatError>([](Json& m) { m["codecs"][0]["configuration"]["chunk_shape"] = Json::array({16}); }, "geometry",
+  expect_refused<UnsupportedError>([](Json& m) { m["attributes"]["temporal"]["grammar"] = "iso"; }, "not implemented",
+                                   "6/h_tdigest_times");
+  expect_refused<FormatError>([](Json& m) { m["attributes"]["temporal"]["shape"] = "per-cell"; }, "per-centroid",
                               "6/h_tdigest_times");
+  // geometry mismatch of a sibling
+  expect_refused<FormatError>([](Json& m) { m["codecs"][0]["configuration"]["chunk_shape"] = Json::array({16}); },
+                              "geometry", "6/h_tdigest_times");
   // absent declarations are never a refusal
   Json loc = meta("6/h_tdigest_locations");
   loc["attributes"].erase("located");
@@ -145,9 +155,9 @@ TEST_F(RaggedGates, CellIndexRules) {
   EXPECT_EQ(f.cell_index(morton::parse_decimal("112131"), 1, 0), 2u);
   EXPECT_THROW(f.cell_index(chunk3, 2, 0), UsageError);
   EXPECT_THROW(f.cell_index(chunk3, 0, -1), UsageError);
-  EXPECT_THROW(f.cell_index(morton::parse_decimal("11213"), 0, 0), UsageError);    // a block id, not a chunk
-  EXPECT_THROW(f.cell_index(morton::parse_decimal("112133"), 0, 0), UsageError);   // absent chunk
-  EXPECT_THROW(f.cell_index(morton::parse_decimal("211111"), 0, 0), UsageError);   // elsewhere
+  EXPECT_THROW(f.cell_index(morton::parse_decimal("11213"), 0, 0), UsageError);   // a block id, not a chunk
+  EXPECT_THROW(f.cell_index(morton::parse_decimal("112133"), 0, 0), UsageError);  // absent chunk
+  EXPECT_THROW(f.cell_index(morton::parse_decimal("211111"), 0, 0), UsageError);  // elsewhere
   EXPECT_THROW(f.cell_index(0, 0, 0), UsageError);
   // the key read_cell takes
   EXPECT_EQ(f.read_cell(static_cast<std::int64_t>(f.cell_index(chunk3, 1, 1))).rows, 17u);
@@ -171,7 +181,8 @@ TEST_F(RaggedGates, SubtreeRulesOfPerCellReaders) {
   EXPECT_EQ(warned, 1);
   // an empty store yields nothing, but a malformed word still raises
   io::MemoryStore empty;
-  for (const std::string key : {"zarr.json", "6/zarr.json", "6/h_tdigest/zarr.json", "6/morton/zarr.json"}) empty.put(key, *store_.get(key));
+  for (const std::string key : {"zarr.json", "6/zarr.json", "6/h_tdigest/zarr.json", "6/morton/zarr.json"})
+    empty.put(key, *store_.get(key));
   Json m = meta("6/h_tdigest");
   m["attributes"]["ragged"].erase("locations");
   m["attributes"].erase("times");

@@ -48,7 +48,8 @@ TEST(Geocode, CoordinateGatesAndConventions) {
   EXPECT_EQ(morton::base_cell_of(*geo::point_word(90, 10, geo::Latitude::Authalic)), 0);
   EXPECT_EQ(morton::base_cell_of(*geo::point_word(-90, 10, geo::Latitude::Authalic)), 8);
   // The conventions differ away from the equator and the poles.
-  EXPECT_NE(geo::point_word(45, 10, geo::Latitude::Authalic), geo::point_word(45, 10, geo::Latitude::GeodeticSpherical));
+  EXPECT_NE(geo::point_word(45, 10, geo::Latitude::Authalic),
+            geo::point_word(45, 10, geo::Latitude::GeodeticSpherical));
 }
 
 TEST(Geocode, PointWordsPackTheNestedId) {
@@ -97,7 +98,8 @@ ids.tofile(sys.argv[2])
   std::size_t exact = 0;
   for (std::size_t i = 0; i < kPoints; ++i) {
     exact += ours[i] == theirs[i];
-    EXPECT_EQ(ours[i] >> 4, theirs[i] >> 4) << "point " << i << " (" << coords[2 * i] << ", " << coords[2 * i + 1] << ")";
+    EXPECT_EQ(ours[i] >> 4, theirs[i] >> 4)
+        << "point " << i << " (" << coords[2 * i] << ", " << coords[2 * i + 1] << ")";
   }
   EXPECT_GE(exact, kPoints - 5);
 }

@@ -35,7 +35,8 @@ TEST(Hive, ManifestsOfEveryFixture) {
   }
   io::DirectoryStore strata((test::zagg_dir() / "moczarr/tests/data/strata_hive").string());
   EXPECT_EQ(hive::Manifest::read(strata)->cell_order, 6);
-  EXPECT_THROW(hive::Manifest::parse(R"({"spec": "morton-hive/9", "cell_order": 6, "shard_order": 4})"), UnsupportedError);
+  EXPECT_THROW(hive::Manifest::parse(R"({"spec": "morton-hive/9", "cell_order": 6, "shard_order": 4})"),
+               UnsupportedError);
   EXPECT_THROW(hive::Manifest::parse(R"({"spec": "morton-hive/1", "shard_order": 4})"), FormatError);
   EXPECT_THROW(hive::Manifest::parse(R"({"spec": "morton-hive/1", "cell_order": 3, "shard_order": 4})"), FormatError);
   EXPECT_THROW(hive::Manifest::parse("[1]"), FormatError);
@@ -82,7 +83,8 @@ TEST(Hive, CommitStampsAndEnvelopes) {
   EXPECT_EQ(cs->cells_with_data, 3u);
   // gates: wrong envelope spec reads as absent; unknown encoding degrades to box-only;
   // an unknown stamp spec is refused
-  Json stamp = Json::parse(R"({"spec": "morton-hive/1", "complete": true, "coverage": {"spec": "morton-moc/2", "encoding": "bitmap"}})");
+  Json stamp = Json::parse(
+      R"({"spec": "morton-hive/1", "complete": true, "coverage": {"spec": "morton-moc/2", "encoding": "bitmap"}})");
   EXPECT_FALSE(hive::parse_commit_stamp(stamp, "k").coverage.present);
   stamp["coverage"]["spec"] = "morton-moc/1";
   stamp["coverage"]["encoding"] = "rle";
@@ -110,8 +112,10 @@ TEST(Hive, CoverageBitmapGoldens) {
   // the fixture sidecars
   const auto sidecar = [](const fs::path& leaf) { return testing::read_file_bytes(leaf / "coverage.moc"); };
   for (const auto& fx : test::digest_fixtures())
-    EXPECT_EQ(hive::decode_sidecar(sidecar(test::fixture_leaf(fx)), 2, fx), (std::vector<std::uint64_t>{0, 2, 5, 15})) << fx;
-  EXPECT_EQ(hive::decode_sidecar(sidecar(test::strata_leaf()), 2, "strata"), (std::vector<std::uint64_t>{0, 2, 5, 13, 15}));
+    EXPECT_EQ(hive::decode_sidecar(sidecar(test::fixture_leaf(fx)), 2, fx), (std::vector<std::uint64_t>{0, 2, 5, 15}))
+        << fx;
+  EXPECT_EQ(hive::decode_sidecar(sidecar(test::strata_leaf()), 2, "strata"),
+            (std::vector<std::uint64_t>{0, 2, 5, 13, 15}));
   EXPECT_EQ(hive::decode_sidecar(sidecar(test::fixture_leaf("raster_toc")), 2, "raster").size(), 16u);
   EXPECT_EQ(hex(sidecar(test::fixture_leaf("minimal"))), "28b52ffd2002110000a401");
   // wrong decoded size raises (never pads or truncates); pad bits are ignored but reported
@@ -136,15 +140,22 @@ TEST(Hive, RootCoverageMoc) {
   ASSERT_TRUE(moc->temporal_digest);  // tier 2 carried as it is
   EXPECT_EQ((*moc->temporal_digest)["centroids"].get<int>(), 35);
   // ranges expand; unknown spec/encoding or bad JSON read as absent; bad ranges are errors
-  const auto two = hive::parse_root_moc(R"({"spec": "morton-moc/1", "encoding": "ranges", "order": 2, "ranges": [["111", "114"], ["-612", "-613"]]})");
+  const auto two = hive::parse_root_moc(
+      R"({"spec": "morton-moc/1", "encoding": "ranges", "order": 2, "ranges": [["111", "114"], ["-612", "-613"]]})");
   ASSERT_TRUE(two);
   EXPECT_EQ(two->shards.size(), 6u);
   EXPECT_FALSE(hive::parse_root_moc("{not json"));
   EXPECT_FALSE(hive::parse_root_moc(R"({"spec": "morton-moc/2", "encoding": "ranges", "order": 2, "ranges": []})"));
   EXPECT_FALSE(hive::parse_root_moc(R"({"spec": "morton-moc/1", "encoding": "bits", "order": 2, "ranges": []})"));
-  EXPECT_THROW(hive::parse_root_moc(R"({"spec": "morton-moc/1", "encoding": "ranges", "order": 2, "ranges": [["114", "111"]]})"), FormatError);
-  EXPECT_THROW(hive::parse_root_moc(R"({"spec": "morton-moc/1", "encoding": "ranges", "order": 2, "ranges": [["144", "211"]]})"), FormatError);
-  EXPECT_THROW(hive::parse_root_moc(R"({"spec": "morton-moc/1", "encoding": "ranges", "order": 2, "ranges": [["11", "12"]]})"), FormatError);
+  EXPECT_THROW(
+      hive::parse_root_moc(R"({"spec": "morton-moc/1", "encoding": "ranges", "order": 2, "ranges": [["114", "111"]]})"),
+      FormatError);
+  EXPECT_THROW(
+      hive::parse_root_moc(R"({"spec": "morton-moc/1", "encoding": "ranges", "order": 2, "ranges": [["144", "211"]]})"),
+      FormatError);
+  EXPECT_THROW(
+      hive::parse_root_moc(R"({"spec": "morton-moc/1", "encoding": "ranges", "order": 2, "ranges": [["11", "12"]]})"),
+      FormatError);
 }
 
 TEST(Toc, SpecWorkedExampleAndFixtureWords) {
@@ -178,7 +189,8 @@ TEST(Toc, SpecWorkedExampleAndFixtureWords) {
   }
   EXPECT_EQ(joined, 10689250968998768172ull);
   // the join is commutative, associative and idempotent
-  const std::uint64_t a = toc::encode_timestamp(1ull << 40), b = toc::encode_range(1ull << 41, 1ull << 42), c = toc::encode_timestamp(5ull << 39);
+  const std::uint64_t a = toc::encode_timestamp(1ull << 40), b = toc::encode_range(1ull << 41, 1ull << 42),
+                      c = toc::encode_timestamp(5ull << 39);
   EXPECT_EQ(toc::join(a, b), toc::join(b, a));
   EXPECT_EQ(toc::join(toc::join(a, b), c), toc::join(a, toc::join(b, c)));
   EXPECT_EQ(toc::join(a, a), a);

@@ -70,8 +70,14 @@ StoredDigest cell_digest(const io::Store& store, const FieldSpec& f, std::uint64
     d.means.push_back(rows[i]);
     d.weights.push_back(rows[i + 1]);
   }
-  if (f.located) d.locations = RaggedArray::open(store, "6/" + f.locations_name()).read_cell(static_cast<std::int64_t>(cell)).values<std::uint64_t>();
-  if (f.timed) d.times = RaggedArray::open(store, "6/" + f.times_name()).read_cell(static_cast<std::int64_t>(cell)).values<std::uint64_t>();
+  if (f.located)
+    d.locations = RaggedArray::open(store, "6/" + f.locations_name())
+                      .read_cell(static_cast<std::int64_t>(cell))
+                      .values<std::uint64_t>();
+  if (f.timed)
+    d.times = RaggedArray::open(store, "6/" + f.times_name())
+                  .read_cell(static_cast<std::int64_t>(cell))
+                  .values<std::uint64_t>();
   return d;
 }
 
@@ -125,8 +131,8 @@ TEST(LeafWriterBuild, FixtureLeavesRewriteByteIdentically) {
       SCOPED_TRACE(rel.string());
       ASSERT_TRUE(fs::exists(ours / rel));
       const std::string name = rel.filename().string();
-      const bool vlen_object = rel.string().find("/c/") != std::string::npos &&
-                               (rel.string().find(c.field.name) != std::string::npos);
+      const bool vlen_object =
+          rel.string().find("/c/") != std::string::npos && (rel.string().find(c.field.name) != std::string::npos);
       if (rel == "zarr.json") {
         EXPECT_EQ(without_written_at(text(ours / rel)), without_written_at(text(entry.path())));
       } else if (name == "coverage.moc") {
@@ -187,7 +193,8 @@ TEST(LeafWriterBuild, CommittedLeafNeedsOverwriteAndRewritesSwapInPlace) {
   io::DirectoryStore leaf((dir / again.leaf_key).string());
   EXPECT_TRUE(hive::is_committed(hive::read_commit_stamp(leaf)));
   // An uncommitted leaf (no stamp) is replaced without --overwrite.
-  hive.put(again.leaf_key + "/zarr.json", codec::as_bytes(std::string(R"({"attributes": {}, "zarr_format": 3, "node_type": "group"})")));
+  hive.put(again.leaf_key + "/zarr.json",
+           codec::as_bytes(std::string(R"({"attributes": {}, "zarr_format": 3, "node_type": "group"})")));
   EXPECT_TRUE(rewrite_fixture(c, hive).written);
 }
 
@@ -223,18 +230,22 @@ TEST(LeafWriterBuild, MortonBoxesAndRootCoverage) {
             (std::vector<std::optional<std::string>>{"112131", "1121322", "1121344", std::nullopt}));
   std::vector<std::uint64_t> all(16);
   for (std::uint64_t i = 0; i < 16; ++i) all[i] = i;
-  EXPECT_EQ(hive::morton_box(shard, 2, all), (std::vector<std::optional<std::string>>{"11213", std::nullopt, std::nullopt, std::nullopt}));
-  EXPECT_EQ(hive::morton_box(shard, 2, {}), (std::vector<std::optional<std::string>>{"11213", std::nullopt, std::nullopt, std::nullopt}));
+  EXPECT_EQ(hive::morton_box(shard, 2, all),
+            (std::vector<std::optional<std::string>>{"11213", std::nullopt, std::nullopt, std::nullopt}));
+  EXPECT_EQ(hive::morton_box(shard, 2, {}),
+            (std::vector<std::optional<std::string>>{"11213", std::nullopt, std::nullopt, std::nullopt}));
   EXPECT_EQ(hive::morton_box(morton::parse_decimal("43314"), 2, std::vector<std::uint64_t>{0, 2, 5, 13, 15}),
             (std::vector<std::optional<std::string>>{"433141", "4331422", "433144", std::nullopt}));
 
   // The root MOC: union with the existing object, tier-1 join, verbatim digest only when covering.
   io::MemoryStore store;
-  const std::string temporal_moc = tessera::testing::read_file_text(test::zagg_dir() / "tests/data/spec/temporal/coverage.moc");
+  const std::string temporal_moc =
+      tessera::testing::read_file_text(test::zagg_dir() / "tests/data/spec/temporal/coverage.moc");
   store.put("coverage.moc", codec::as_bytes(temporal_moc));
   const std::uint64_t other = morton::parse_decimal("11214");
   const std::uint64_t t = 10689250968998768172ULL;
-  hive::update_root_moc(store, 4, std::vector<std::uint64_t>{other}, {{other, t}}, {"h_tdigest"}, "2026-01-01T00:00:00+00:00");
+  hive::update_root_moc(store, 4, std::vector<std::uint64_t>{other}, {{other, t}}, {"h_tdigest"},
+                        "2026-01-01T00:00:00+00:00");
   const auto moc = hive::read_root_moc(store);
   ASSERT_TRUE(moc);
   EXPECT_EQ(moc->shards, (std::vector<std::uint64_t>{shard, other}));

@@ -85,18 +85,19 @@ TEST(Morton, SpecExamplesPointWordsAndClip) {
   const std::uint64_t same[] = {point, point};
   EXPECT_EQ(morton::common_ancestor(same), area29);  // always the area word for 2+ inputs
   const std::uint64_t one[] = {point};
-  EXPECT_EQ(morton::common_ancestor(one), point);   // one word: kind preserved
+  EXPECT_EQ(morton::common_ancestor(one), point);  // one word: kind preserved
   const std::uint64_t bases[] = {morton::parse_decimal("11"), morton::parse_decimal("21")};
   EXPECT_THROW(morton::common_ancestor(bases), FormatError);
 }
 
 TEST(Morton, InvalidWordsAndIds) {
   EXPECT_FALSE(morton::is_valid(0));
-  EXPECT_FALSE(morton::is_valid(0xD000000000000000ull));           // prefix 13
+  EXPECT_FALSE(morton::is_valid(0xD000000000000000ull));                 // prefix 13
   EXPECT_FALSE(morton::is_valid(0x1120000000000004ull | (1ull << 40)));  // body bits below order 4
   EXPECT_THROW(morton::check(0, "x"), FormatError);
   EXPECT_THROW(morton::nested(0xF000000000000000ull), FormatError);
-  for (const char* bad : {"", "-", "7", "-7", "0", "115", "1p", "1121p", "11a", "-1-1", "1111111111111111111111111111111"})
+  for (const char* bad :
+       {"", "-", "7", "-7", "0", "115", "1p", "1121p", "11a", "-1-1", "1111111111111111111111111111111"})
     EXPECT_THROW(morton::parse_decimal(bad), UsageError) << bad;
   EXPECT_THROW(morton::parse_decimal("17", morton::Source::File), FormatError);
   EXPECT_EQ(morton::parse_word_or_decimal("word:1233986297899515908"), 0x1120000000000004ull);

@@ -22,7 +22,8 @@ namespace {
 using tdigest::StoredDigest;
 
 // One cell of a digest field with whatever companions the field binds.
-StoredDigest read_digest(const io::Store& store, const std::string& group, const std::string& field, std::uint64_t cell) {
+StoredDigest read_digest(const io::Store& store, const std::string& group, const std::string& field,
+                         std::uint64_t cell) {
   const RaggedArray payload = RaggedArray::open(store, group + "/" + field);
   StoredDigest d;
   const auto rows = payload.read_cell(static_cast<std::int64_t>(cell)).values<float>();
@@ -31,17 +32,23 @@ StoredDigest read_digest(const io::Store& store, const std::string& group, const
     d.weights.push_back(rows[i + 1]);
   }
   if (payload.locations_binding())
-    d.locations = RaggedArray::open(store, group + "/" + *payload.locations_binding()).read_cell(static_cast<std::int64_t>(cell)).values<std::uint64_t>();
+    d.locations = RaggedArray::open(store, group + "/" + *payload.locations_binding())
+                      .read_cell(static_cast<std::int64_t>(cell))
+                      .values<std::uint64_t>();
   if (payload.times_binding())
-    d.times = RaggedArray::open(store, group + "/" + *payload.times_binding()).read_cell(static_cast<std::int64_t>(cell)).values<std::uint64_t>();
+    d.times = RaggedArray::open(store, group + "/" + *payload.times_binding())
+                  .read_cell(static_cast<std::int64_t>(cell))
+                  .values<std::uint64_t>();
   return d;
 }
 
 void expect_same(const StoredDigest& got, const StoredDigest& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(got.means[i]), std::bit_cast<std::uint32_t>(want.means[i])) << what << " row " << i;
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(got.weights[i]), std::bit_cast<std::uint32_t>(want.weights[i])) << what << " row " << i;
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(got.means[i]), std::bit_cast<std::uint32_t>(want.means[i]))
+        << what << " row " << i;
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(got.weights[i]), std::bit_cast<std::uint32_t>(want.weights[i]))
+        << what << " row " << i;
   }
   EXPECT_EQ(got.locations, want.locations) << what;
   EXPECT_EQ(got.times, want.times) << what;
@@ -67,7 +74,8 @@ TEST(TdigestBuild, MergeKwayReproducesTheLeafColumns) {
     std::vector<StoredDigest> cells;
     for (std::uint64_t i = 0; i < 16; ++i) cells.push_back(read_digest(leaf, "6", fc.field, i));
     for (std::uint64_t j = 0; j < 4; ++j) {
-      std::vector<StoredDigest> group(cells.begin() + static_cast<std::ptrdiff_t>(4 * j), cells.begin() + static_cast<std::ptrdiff_t>(4 * j + 4));
+      std::vector<StoredDigest> group(cells.begin() + static_cast<std::ptrdiff_t>(4 * j),
+                                      cells.begin() + static_cast<std::ptrdiff_t>(4 * j + 4));
       const StoredDigest want = read_digest(column, "5", fc.field, j);
       EXPECT_EQ(want.size(), fc.group5_rows[j]);
       expect_same(tdigest::merge_kway(group, 16), want, "group 5 cell " + std::to_string(j));

@@ -195,8 +195,12 @@ print(json.dumps(out))
   struct Case {
     std::string fixture, field;
   };
-  const std::vector<Case> cases{{"minimal", "h_tdigest"}, {"kitchen_sink", "h_tdigest_signal"}, {"kitchen_sink", "h_tdigest_noise"},
-                                {"flux", "rx_flux"},      {"temporal", "h_tdigest"},         {"strata", "h_tdigest_noise"}};
+  const std::vector<Case> cases{{"minimal", "h_tdigest"},
+                                {"kitchen_sink", "h_tdigest_signal"},
+                                {"kitchen_sink", "h_tdigest_noise"},
+                                {"flux", "rx_flux"},
+                                {"temporal", "h_tdigest"},
+                                {"strata", "h_tdigest_noise"}};
   struct Params {
     std::uint32_t n_bins;
     double res;
@@ -215,10 +219,11 @@ print(json.dumps(out))
     io::DirectoryStore store(leaf.string());
     const RaggedField f = RaggedField::open(store, "6/" + c.field);
     for (const Params& p : params) {
-      SCOPED_TRACE(c.fixture + " " + c.field + " " + std::string(name_of(p.fit)) + " " + std::string(name_of(p.dtype)) + " " +
-                   std::to_string(p.n_bins));
-      const auto run = testing::run_python(script, {exp.string(), c.field, std::to_string(p.n_bins), std::to_string(p.res),
-                                                    std::string(name_of(p.fit)), std::string(name_of(p.dtype))});
+      SCOPED_TRACE(c.fixture + " " + c.field + " " + std::string(name_of(p.fit)) + " " + std::string(name_of(p.dtype)) +
+                   " " + std::to_string(p.n_bins));
+      const auto run =
+          testing::run_python(script, {exp.string(), c.field, std::to_string(p.n_bins), std::to_string(p.res),
+                                       std::string(name_of(p.fit)), std::string(name_of(p.dtype))});
       ASSERT_EQ(run.rc, 0) << run.err;
       const auto want = codec::json::parse_strict(run.out);
       TensorOptions o;
@@ -240,7 +245,8 @@ print(json.dumps(out))
         EXPECT_EQ(blocks[i].n_bins, want[i]["n"].get<std::uint32_t>());
         static const char* hexd = "0123456789abcdef";
         std::string hex;
-        for (auto x : blocks[i].tensor) hex += hexd[std::to_integer<int>(x) >> 4], hex += hexd[std::to_integer<int>(x) & 15];
+        for (auto x : blocks[i].tensor)
+          hex += hexd[std::to_integer<int>(x) >> 4], hex += hexd[std::to_integer<int>(x) & 15];
         EXPECT_EQ(hex, want[i]["hex"].get<std::string>()) << "block " << i;
       }
     }
@@ -261,12 +267,14 @@ TEST(RaggedTensors, OptionRulesAndLimits) {
   EXPECT_THROW(refused([](TensorOptions& o) { o.resolution = std::nan(""); }), UsageError);
   EXPECT_THROW(refused([](TensorOptions& o) { o.bottom = 0.9, o.top = 0.1; }), UsageError);
   EXPECT_THROW(refused([](TensorOptions& o) { o.top = 1.5; }), UsageError);
-  EXPECT_THROW(refused([](TensorOptions& o) { o.block_order = 6; }), UsageError);   // finer than a chunk
-  EXPECT_THROW(refused([](TensorOptions& o) { o.block_order = 3; }), UsageError);   // axis not a multiple
+  EXPECT_THROW(refused([](TensorOptions& o) { o.block_order = 6; }), UsageError);  // finer than a chunk
+  EXPECT_THROW(refused([](TensorOptions& o) { o.block_order = 3; }), UsageError);  // axis not a multiple
   EXPECT_THROW(refused([](TensorOptions& o) { o.max_block_bytes = 100; }), LimitError);
   EXPECT_THROW(refused([](TensorOptions& o) { o.n_bins = 4, o.fit = FitPolicy::CollapseBins; }), UsageError);
-  EXPECT_THROW(refused([](TensorOptions& o) { o.subtree = morton::parse_decimal("1121311"); }), UsageError);  // finer than a chunk
-  EXPECT_THROW(refused([](TensorOptions& o) { o.subtree = morton::parse_decimal("112131123333333333333333442343p"); }), UsageError);
+  EXPECT_THROW(refused([](TensorOptions& o) { o.subtree = morton::parse_decimal("1121311"); }),
+               UsageError);  // finer than a chunk
+  EXPECT_THROW(refused([](TensorOptions& o) { o.subtree = morton::parse_decimal("112131123333333333333333442343p"); }),
+               UsageError);
   // raise names the window and suggests the other policies
   try {
     refused([](TensorOptions& o) { o.n_bins = 4; });
@@ -370,7 +378,8 @@ TEST(RaggedTensors, FusedDigestKernelsEqualTheSeparateSteps) {
     std::memcpy(b.data() + 4, &weight, 4);
     return b;
   };
-  for (const auto& [m1, w1] : {std::pair{1.0f, -1.0f}, std::pair{0.5f, 1.0f}, std::pair{NAN, 1.0f}, std::pair{2.0f, INFINITY}}) {
+  for (const auto& [m1, w1] :
+       {std::pair{1.0f, -1.0f}, std::pair{0.5f, 1.0f}, std::pair{NAN, 1.0f}, std::pair{2.0f, INFINITY}}) {
     std::vector<std::byte> payload = row(1, 1);
     const auto second = row(m1, w1);
     payload.insert(payload.end(), second.begin(), second.end());
@@ -416,9 +425,10 @@ TEST(RaggedTensors, ReusedBuffersLeaveNoTraceInLaterBlocks) {
   const std::vector<TensorBlock> kept = f.read_tensors(o);  // the sink keeps every block
   ASSERT_GT(kept.size(), 32u);
   const auto same = [](const TensorBlock& a, const TensorBlock& b) {
-    return a.start == b.start && a.morton == b.morton && a.order == b.order && a.side == b.side && a.n_bins == b.n_bins &&
-           a.offset == b.offset && a.gain == b.gain && a.tensor == b.tensor && a.mask == b.mask && a.populated == b.populated &&
-           a.observed_empty == b.observed_empty && a.weight_in_window == b.weight_in_window;
+    return a.start == b.start && a.morton == b.morton && a.order == b.order && a.side == b.side &&
+           a.n_bins == b.n_bins && a.offset == b.offset && a.gain == b.gain && a.tensor == b.tensor &&
+           a.mask == b.mask && a.populated == b.populated && a.observed_empty == b.observed_empty &&
+           a.weight_in_window == b.weight_in_window;
   };
   for (const TensorBlock& b : kept) {
     TensorOptions one = o;

@@ -81,11 +81,13 @@ TEST(ZaggConfig, Atl03LocatedAndTimed) {
 
 TEST(ZaggConfig, WhatTesseraDoesNotBuildIsRefusedByKey) {
   const std::string dir = config("").string();
-  EXPECT_EQ(refusal("atl03.yaml"), dir + "atl03.yaml: output.grid.type: 'rectilinear': tessera builds HEALPix morton hives only");
+  EXPECT_EQ(refusal("atl03.yaml"),
+            dir + "atl03.yaml: output.grid.type: 'rectilinear': tessera builds HEALPix morton hives only");
   EXPECT_EQ(refusal("atl06_polar.yaml"),
             dir + "atl06_polar.yaml: output.grid.type: 'rectilinear': tessera builds HEALPix morton hives only");
-  EXPECT_NE(refusal("atl03_tdigest_strata_healpix.yaml").find("aggregation.variables.h_tdigest_signal.function: "
-                                                              "'zagg.stats.tdigest.build_tdigest_where' is not a function"),
+  EXPECT_NE(refusal("atl03_tdigest_strata_healpix.yaml")
+                .find("aggregation.variables.h_tdigest_signal.function: "
+                      "'zagg.stats.tdigest.build_tdigest_where' is not a function"),
             std::string::npos);
   const auto refused = [](const std::string& yaml) {
     try {
@@ -102,7 +104,8 @@ TEST(ZaggConfig, WhatTesseraDoesNotBuildIsRefusedByKey) {
   EXPECT_EQ(refused(base + "aggregation: {variables: {h_p90: {function: quantile, source: h, params: {q: 0.9}}}}\n"),
             "c.yaml: aggregation.variables.h_p90.params.q: tessera computes the quartiles 0.25, 0.5 and 0.75 only");
   EXPECT_EQ(refused(base + "aggregation: {variables: {hmean: {function: mean, source: h}}}\n"),
-            "c.yaml: aggregation.variables.hmean: tessera writes this statistic as PREFIX_mean (e.g. h_mean); rename the variable");
+            "c.yaml: aggregation.variables.hmean: tessera writes this statistic as PREFIX_mean (e.g. h_mean); rename "
+            "the variable");
   EXPECT_EQ(refused(base + "aggregation: {variables: {count: {function: len, source: x}}}\n"),
             "c.yaml: aggregation.variables: 'x' is not one of data_source.variables (as a dataset path)");
   EXPECT_EQ(refused(base + "aggregation: {variables: {count: {function: len, source: h}}}\nbogus: 1\n"),
@@ -112,7 +115,8 @@ TEST(ZaggConfig, WhatTesseraDoesNotBuildIsRefusedByKey) {
 TEST(ZaggConfig, CorruptedConfigsEndInAnErrorOrAConfig) {
   const std::string text = tessera::testing::read_file_text(config("atl03_tdigest_healpix_hive.yaml"));
   const std::size_t step = std::max<std::size_t>(1, text.size() / 300);
-  for (std::size_t n = 0; n < text.size(); n += step) tessera::fuzzing::exercise_zagg_config(std::string_view(text).substr(0, n));
+  for (std::size_t n = 0; n < text.size(); n += step)
+    tessera::fuzzing::exercise_zagg_config(std::string_view(text).substr(0, n));
   for (std::size_t i = 0; i < text.size(); i += step)
     for (const unsigned char bit : {0x01, 0x20, 0x80}) {
       std::string flipped = text;

@@ -42,10 +42,17 @@ std::string points_csv(std::uint64_t seed, int n, double lat0, double lon0, doub
 }
 
 std::vector<std::string> build_args(const fs::path& csv, const fs::path& store, const std::vector<std::string>& extra) {
-  std::vector<std::string> a = {"ragged", "build", "--input", csv.string(), "--out", store.string(), "--value-col", "value",
-                                "--time-col", "t", "--time-format", "unix-ns", "--located", "--stats", "--cell-order",
-                                std::to_string(kCell), "--shard-order", std::to_string(kShard), "--chunk-order",
-                                std::to_string(kChunk), "--delta", "32"};
+  std::vector<std::string> a = {"ragged",        "build",
+                                "--input",       csv.string(),
+                                "--out",         store.string(),
+                                "--value-col",   "value",
+                                "--time-col",    "t",
+                                "--time-format", "unix-ns",
+                                "--located",     "--stats",
+                                "--cell-order",  std::to_string(kCell),
+                                "--shard-order", std::to_string(kShard),
+                                "--chunk-order", std::to_string(kChunk),
+                                "--delta",       "32"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -99,14 +106,16 @@ TEST(RaggedBuildFlat, FlatAndHiveHoldTheSameCells) {
     EXPECT_EQ(fcounts, counts) << "count of shard " << leaf["shard"];
     for (const char* stat : {"h_mean", "h_q50"}) {
       const auto a = zarr::Array::open(lstore, std::to_string(kCell) + "/" + stat).read_all();
-      const auto b = zarr::Array::open(fstore, std::to_string(kCell) + "/" + stat).read_box({{base, base + a.size() / 4}});
+      const auto b =
+          zarr::Array::open(fstore, std::to_string(kCell) + "/" + stat).read_box({{base, base + a.size() / 4}});
       EXPECT_EQ(a, b) << stat;
     }
     const RaggedField lf = RaggedField::open(lstore, std::to_string(kCell) + "/h_tdigest");
     for (std::uint64_t i = 0; i < counts.size() / 4; ++i) {
       if (load_le<std::int32_t>(counts.data() + 4 * i) == 0) continue;
       ++cells;
-      EXPECT_EQ(ff.read_cell(static_cast<std::int64_t>(base + i)).bytes, lf.read_cell(static_cast<std::int64_t>(i)).bytes);
+      EXPECT_EQ(ff.read_cell(static_cast<std::int64_t>(base + i)).bytes,
+                lf.read_cell(static_cast<std::int64_t>(i)).bytes);
       EXPECT_EQ(ff.locations()->read_cell(static_cast<std::int64_t>(base + i)).bytes,
                 lf.locations()->read_cell(static_cast<std::int64_t>(i)).bytes);
     }

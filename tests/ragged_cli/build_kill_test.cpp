@@ -38,13 +38,30 @@ std::string points_csv(std::uint64_t seed) {
   std::ostringstream out;
   out.precision(17);
   out << "lat,lon,value\n";
-  for (int i = 0; i < 150000; ++i) out << -70.3 + 0.6 * u(positions) << "," << 9.7 + 0.6 * u(positions) << "," << 100 * u(values) << "\n";
+  for (int i = 0; i < 150000; ++i)
+    out << -70.3 + 0.6 * u(positions) << "," << 9.7 + 0.6 * u(positions) << "," << 100 * u(values) << "\n";
   return out.str();
 }
 
 std::vector<std::string> build_args(const fs::path& csv, const fs::path& store, bool overwrite) {
-  std::vector<std::string> a = {tessera::testing::cli_path(), "ragged", "build", "--input", csv.string(), "--out", store.string(), "--value-col", "value",
-                                "--cell-order", "14", "--shard-order", "8", "--chunk-order", "11", "--stats", "--delta", "64"};
+  std::vector<std::string> a = {tessera::testing::cli_path(),
+                                "ragged",
+                                "build",
+                                "--input",
+                                csv.string(),
+                                "--out",
+                                store.string(),
+                                "--value-col",
+                                "value",
+                                "--cell-order",
+                                "14",
+                                "--shard-order",
+                                "8",
+                                "--chunk-order",
+                                "11",
+                                "--stats",
+                                "--delta",
+                                "64"};
   if (overwrite) a.push_back("--overwrite");
   return a;
 }
@@ -92,7 +109,9 @@ TEST(RaggedBuildKill, KilledBuildsNeverLeavePartialLeavesOrLoseCommittedOnes) {
   testing::write_file_text(dir / "b.csv", points_csv(2));
   // The two complete outcomes, built without interruption in their own stores; the first one
   // traced for the points a first build passes.
-  ASSERT_EQ(run_build(build_args(dir / "a.csv", dir / "ref_a", false), {{"TESSERA_TEST_TRACE", (dir / "fresh.trace").string()}}), 0);
+  ASSERT_EQ(run_build(build_args(dir / "a.csv", dir / "ref_a", false),
+                      {{"TESSERA_TEST_TRACE", (dir / "fresh.trace").string()}}),
+            0);
   ASSERT_EQ(run_build(build_args(dir / "b.csv", dir / "ref_b", false)), 0);
   const auto leaves_a = committed_leaves(dir / "ref_a"), leaves_b = committed_leaves(dir / "ref_b");
   ASSERT_GE(leaves_a.size(), 4u);
@@ -105,7 +124,9 @@ TEST(RaggedBuildKill, KilledBuildsNeverLeavePartialLeavesOrLoseCommittedOnes) {
   ASSERT_GT(fresh.count("io.file_before_rename"), 0u);
   // The points a rewrite passes, traced on a copy of a complete store.
   fs::copy(dir / "ref_a", dir / "traced", fs::copy_options::recursive);
-  ASSERT_EQ(run_build(build_args(dir / "b.csv", dir / "traced", true), {{"TESSERA_TEST_TRACE", (dir / "overwrite.trace").string()}}), 0);
+  ASSERT_EQ(run_build(build_args(dir / "b.csv", dir / "traced", true),
+                      {{"TESSERA_TEST_TRACE", (dir / "overwrite.trace").string()}}),
+            0);
   const auto overwrite = testing::read_trace(dir / "overwrite.trace");
   ASSERT_EQ(overwrite.count("ragged.leaf_swapped"), 1u);
 

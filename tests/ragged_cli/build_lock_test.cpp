@@ -19,8 +19,8 @@ namespace tessera::ragged {
 namespace {
 
 namespace fs = std::filesystem;
-using tessera::testing::RunResult;
 using tessera::testing::run_cli;
+using tessera::testing::RunResult;
 
 // Two points in one order-6 shard, so the build writes one leaf.
 fs::path write_points(const fs::path& dir) {
@@ -95,9 +95,9 @@ TEST(RaggedBuildLock, AFailedFirstBuildLeavesNothingARetryTripsOn) {
   EXPECT_FALSE(fs::exists(store / "morton_hive.json")) << "a build that wrote no leaf froze the store's orders";
 
   tessera::testing::write_file_text(dir.path() / "bad.csv", "lat,lon,value\n-70.1,9.9,1.5\n95.0,9.9,2.5\n");
-  const RunResult strict = run_cli({"ragged", "build", "--input", (dir.path() / "bad.csv").string(), "--out",
-                                    store.string(), "--value-col", "value", "--cell-order", "12", "--shard-order", "5",
-                                    "--strict"});
+  const RunResult strict =
+      run_cli({"ragged", "build", "--input", (dir.path() / "bad.csv").string(), "--out", store.string(), "--value-col",
+               "value", "--cell-order", "12", "--shard-order", "5", "--strict"});
   EXPECT_EQ(strict.rc, 1) << strict.err;
   EXPECT_FALSE(fs::exists(store / "morton_hive.json"));
 

@@ -34,7 +34,7 @@ using testing::TempDir;
 constexpr int kCell = 12, kShard = 8, kChunk = 10;
 
 struct Points {
-  std::string csv;        // what the build reads (plus the reference's helper columns)
+  std::string csv;  // what the build reads (plus the reference's helper columns)
   std::uint64_t rows = 0;
   std::uint64_t good = 0;
   std::map<std::string, std::uint64_t> bad;  // reason → rows
@@ -64,8 +64,8 @@ Points make_points(std::uint64_t seed, bool flux, bool sigma = true) {
     } else {
       ++p.bad[fault];
     }
-    out << lat << "," << lon << "," << v << "," << sigma << "," << t << (flux ? "," + w : "") << "," << cell << "," << point << ","
-        << toc_word << "," << (fault ? 0 : 1) << "\n";
+    out << lat << "," << lon << "," << v << "," << sigma << "," << t << (flux ? "," + w : "") << "," << cell << ","
+        << point << "," << toc_word << "," << (fault ? 0 : 1) << "\n";
   };
   const auto num = [](double x) {
     std::ostringstream s;
@@ -75,9 +75,11 @@ Points make_points(std::uint64_t seed, bool flux, bool sigma = true) {
   };
   const auto time = [&] { return std::to_string(1557800158250000000LL + static_cast<std::int64_t>(u(rng) * 1e12)); };
   for (int i = 0; i < 6000; ++i)
-    row(-70.02 + 0.04 * u(rng), 10.0 + 0.05 * u(rng), num(value(rng)), num(0.1 + u(rng)), time(), num(0.5 + u(rng)), nullptr);
+    row(-70.02 + 0.04 * u(rng), 10.0 + 0.05 * u(rng), num(value(rng)), num(0.1 + u(rng)), time(), num(0.5 + u(rng)),
+        nullptr);
   for (int i = 0; i < 600; ++i)
-    row(-70.3 + 0.6 * u(rng), 9.7 + 0.6 * u(rng), num(value(rng)), num(0.1 + u(rng)), time(), num(0.5 + u(rng)), nullptr);
+    row(-70.3 + 0.6 * u(rng), 9.7 + 0.6 * u(rng), num(value(rng)), num(0.1 + u(rng)), time(), num(0.5 + u(rng)),
+        nullptr);
   // Ties: the same value many times in one cell keeps its input order.
   for (int i = 0; i < 50; ++i) row(-70.0, 10.01, "21.5", "1", time(), "1", nullptr);
   row(NAN, 10, "1", "1", time(), "1", "non_finite_coordinate");
@@ -92,10 +94,18 @@ Points make_points(std::uint64_t seed, bool flux, bool sigma = true) {
 }
 
 std::vector<std::string> build_args(const fs::path& csv, const fs::path& store, bool flux, bool sigma = true) {
-  std::vector<std::string> a = {"ragged", "build", "--input", csv.string(), "--out", store.string(), "--value-col", "value",
-                                "--time-col", "t", "--time-format", "unix-ns", "--located", "--stats",
-                                "--per-cell-time", "observed", "--cell-order", std::to_string(kCell), "--shard-order",
-                                std::to_string(kShard), "--chunk-order", std::to_string(kChunk), "--delta", "32"};
+  std::vector<std::string> a = {"ragged",          "build",
+                                "--input",         csv.string(),
+                                "--out",           store.string(),
+                                "--value-col",     "value",
+                                "--time-col",      "t",
+                                "--time-format",   "unix-ns",
+                                "--located",       "--stats",
+                                "--per-cell-time", "observed",
+                                "--cell-order",    std::to_string(kCell),
+                                "--shard-order",   std::to_string(kShard),
+                                "--chunk-order",   std::to_string(kChunk),
+                                "--delta",         "32"};
   if (sigma) a.insert(a.end(), {"--sigma-col", "sigma"});
   if (flux) a.insert(a.end(), {"--weight-col", "w", "--gain-name", "test-gain", "--gain-version", "2"});
   return a;
@@ -120,12 +130,14 @@ void check_round_trip(bool flux) {
   const Json report = Json::parse(run.out);
   EXPECT_EQ(report["rows"]["read"].get<std::uint64_t>(), points.rows);
   EXPECT_EQ(report["rows"]["accepted"].get<std::uint64_t>(), points.good);
-  for (const auto& [reason, n] : points.bad) EXPECT_EQ(report["rows"]["rejected_by_reason"].value(reason, std::uint64_t{0}), n) << reason;
+  for (const auto& [reason, n] : points.bad)
+    EXPECT_EQ(report["rows"]["rejected_by_reason"].value(reason, std::uint64_t{0}), n) << reason;
   ASSERT_GE(report["leaves"].size(), 2u);
 
   const fs::path script = testing::source_dir() / "tests/ragged_cli/tdigest_reference.py";
-  std::vector<std::string> argv = {"/usr/bin/python3", script.string(), (dir / "points.csv").string(), "32",
-                                   (dir / "reference.json").string(), "located"};
+  std::vector<std::string> argv = {
+      "/usr/bin/python3", script.string(), (dir / "points.csv").string(), "32", (dir / "reference.json").string(),
+      "located"};
   if (sigma) argv.push_back("sigma");
   const auto ref_run = testing::run_process(argv);
   ASSERT_EQ(ref_run.rc, 0) << ref_run.err;
@@ -170,7 +182,8 @@ void check_round_trip(bool flux) {
       double weight_sum = 0;
       for (std::size_t r = 0; r < want["rows"].size(); ++r) {
         EXPECT_EQ(std::bit_cast<std::uint32_t>(rows[2 * r]), want["rows"][r][0].get<std::uint32_t>()) << "row " << r;
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(rows[2 * r + 1]), want["rows"][r][1].get<std::uint32_t>()) << "row " << r;
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(rows[2 * r + 1]), want["rows"][r][1].get<std::uint32_t>())
+            << "row " << r;
         weight_sum += rows[2 * r + 1];
       }
       if (!flux) {
@@ -185,7 +198,8 @@ void check_round_trip(bool flux) {
         EXPECT_EQ(std::to_string(tims[r]), want["times"][r].get<std::string>());
       }
       EXPECT_EQ(std::to_string(observed[i]), want["observed"].get<std::string>());
-      for (const std::string& s : stat_names) EXPECT_EQ(std::bit_cast<std::uint32_t>(stats[s][i]), want["stats"][s].get<std::uint32_t>()) << s;
+      for (const std::string& s : stat_names)
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(stats[s][i]), want["stats"][s].get<std::uint32_t>()) << s;
     }
     // The recorded content hashes verify.
     const Json record = Json::parse(testing::read_file_text((dir / "store" / leaf).parent_path() / "stats.json"));
@@ -215,7 +229,8 @@ TEST(RaggedBuild, NumcodecsZstandardAndZarritaReadWhatTesseraWrote) {
   const Json record = Json::parse(testing::read_file_text(leaf_dir.parent_path() / "stats.json"));
   // numcodecs VLenBytes + zstandard unframe every inner chunk of every vlen array; the §7 hash
   // of what they decode equals tessera's.
-  const auto py = testing::run_python(R"(
+  const auto py =
+      testing::run_python(R"(
 import hashlib, json, struct, sys, zstandard, numcodecs, numpy as np
 leaf, cells, chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 out = {}
@@ -238,7 +253,7 @@ for name in ["h_tdigest", "h_tdigest_locations", "h_tdigest_times"]:
     out["12/" + name] = h.hexdigest()
 print(json.dumps(out))
 )",
-                                      {leaf_dir.string(), "256", "16"});  // 4^(12 − 8) cells, inner chunks of 4^(12 − 10)
+                          {leaf_dir.string(), "256", "16"});  // 4^(12 − 8) cells, inner chunks of 4^(12 − 10)
   if (py.rc != 0 && py.err.find("No module named") != std::string::npos) GTEST_SKIP() << py.err;
   ASSERT_EQ(py.rc, 0) << py.err;
   const Json theirs = Json::parse(py.out);
@@ -248,7 +263,8 @@ print(json.dumps(out))
   const fs::path node_dir = testing::source_dir() / "tests/zarr/node";
   if (!fs::exists(node_dir / "node_modules/zarrita") || testing::run_process({"node", "--version"}).rc != 0)
     GTEST_SKIP() << "zarrita or node missing";
-  const auto js = testing::run_process({"node", (node_dir / "read_dense.mjs").string(), leaf_dir.string(), "12/count", "12/morton", "12/h_mean"});
+  const auto js = testing::run_process(
+      {"node", (node_dir / "read_dense.mjs").string(), leaf_dir.string(), "12/count", "12/morton", "12/h_mean"});
   ASSERT_EQ(js.rc, 0) << js.err;
   const Json dense_json = Json::parse(js.out);
   io::DirectoryStore store(leaf_dir.string());
@@ -290,9 +306,11 @@ TEST(RaggedBuild, NpyColumnsBuildTheSameLeavesAsCsv) {
     bytes.append(reinterpret_cast<const char*>(col->data()), col->size() * 8);
     testing::write_file_text(dir / "cols" / (std::string(name) + ".npy"), bytes);
   }
-  const std::vector<std::string> common = {"--value-col", "value", "--cell-order", "12", "--shard-order", "8", "--delta", "64"};
+  const std::vector<std::string> common = {"--value-col",   "value", "--cell-order", "12",
+                                           "--shard-order", "8",     "--delta",      "64"};
   std::vector<std::string> a = {"ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "a").string()};
-  std::vector<std::string> b = {"ragged", "build", "--input", (dir / "cols").string(), "--out", (dir / "b").string(), "--threads", "1"};
+  std::vector<std::string> b = {"ragged",    "build", "--input", (dir / "cols").string(), "--out", (dir / "b").string(),
+                                "--threads", "1"};
   a.insert(a.end(), common.begin(), common.end());
   b.insert(b.end(), common.begin(), common.end());
   const auto ra = run_cli(a), rb = run_cli(b);
@@ -306,9 +324,11 @@ TEST(RaggedBuild, NpyColumnsBuildTheSameLeavesAsCsv) {
   EXPECT_EQ(zarr::Array::open(leaf, "12/count").read_chunk_elements(), 1u);
   EXPECT_TRUE(zarr::Array::open(leaf, "12/count").sharded());
   // The per-inner-chunk geometry holds the same values: identical content hashes (spec §6.2).
-  std::vector<std::string> c = {"ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "c").string(), "--unsharded",
-                                "--chunk-order", "10"};
-  std::vector<std::string> d = {"ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "d").string(), "--chunk-order", "10"};
+  std::vector<std::string> c = {
+      "ragged",      "build",         "--input", (dir / "p.csv").string(), "--out", (dir / "c").string(),
+      "--unsharded", "--chunk-order", "10"};
+  std::vector<std::string> d = {
+      "ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "d").string(), "--chunk-order", "10"};
   c.insert(c.end(), common.begin(), common.end());
   d.insert(d.end(), common.begin(), common.end());
   const auto rc = run_cli(c), rd = run_cli(d);
@@ -323,14 +343,16 @@ TEST(RaggedBuild, NpyColumnsBuildTheSameLeavesAsCsv) {
 TEST(RaggedBuild, StrictStopsAtTheFirstBadRowNamingFileAndRow) {
   TempDir dir("ragged-build");
   testing::write_file_text(dir / "p.csv", "lat,lon,value\n-70,10,1\n-70,10,2\n91,10,3\n-70,10,nan\n");
-  const auto run = run_cli({"ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "s").string(), "--value-col",
-                            "value", "--strict"});
+  const auto run = run_cli({"ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "s").string(),
+                            "--value-col", "value", "--strict"});
   EXPECT_EQ(run.rc, 1);
   EXPECT_NE(run.err.find("p.csv: row 3:"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("latitude"), std::string::npos) << run.err;
-  for (const auto& e : fs::recursive_directory_iterator(dir / "s")) EXPECT_NE(e.path().extension(), ".zarr") << e.path();
+  for (const auto& e : fs::recursive_directory_iterator(dir / "s"))
+    EXPECT_NE(e.path().extension(), ".zarr") << e.path();
   // Without --strict the same input builds, counting the two bad rows.
-  const auto ok = run_cli({"ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "s").string(), "--value-col", "value"});
+  const auto ok = run_cli(
+      {"ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "s").string(), "--value-col", "value"});
   ASSERT_EQ(ok.rc, 0) << ok.err;
   const Json report = Json::parse(ok.out);
   EXPECT_EQ(report["rows"]["rejected"].get<int>(), 2);
@@ -341,7 +363,8 @@ TEST(RaggedBuild, StrictStopsAtTheFirstBadRowNamingFileAndRow) {
 TEST(RaggedBuild, ConflictingOptionsAreUsageErrorsAndLeavesNeedOverwrite) {
   TempDir dir("ragged-build");
   testing::write_file_text(dir / "p.csv", "lat,lon,value,w,s\n-70,10,1,1,1\n-70,10,2,1,1\n");
-  const std::vector<std::string> base = {"ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "s").string(), "--value-col", "value"};
+  const std::vector<std::string> base = {
+      "ragged", "build", "--input", (dir / "p.csv").string(), "--out", (dir / "s").string(), "--value-col", "value"};
   const auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = base;
     a.insert(a.end(), extra.begin(), extra.end());

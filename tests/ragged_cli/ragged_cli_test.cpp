@@ -60,12 +60,13 @@ TEST(RaggedCell, AbsentInnerChunkCostsOneReadAndDecodesEmpty) {
 TEST(RaggedCell, MortonIdHiveShardAndChunkRowColAddressTheSameCell) {
   const std::string root = (spec_dir() / "minimal").string();
   const json by_index = run_json({"ragged", "cell", leaf("minimal").string(), "6/h_tdigest", "5"});
-  const json by_morton = run_json({"ragged", "cell", root, "--shard", "11213", "--field", "h_tdigest", "--morton", "1121322"});
+  const json by_morton =
+      run_json({"ragged", "cell", root, "--shard", "11213", "--field", "h_tdigest", "--morton", "1121322"});
   EXPECT_EQ(by_morton, by_index);
   EXPECT_EQ(by_index["decimal"], "1121322");
   // Cell 5 is rank 1 of chunk 1 (id 112132): rank 1 → (x, y) = (1, 0) → row 0, col 1.
-  const json by_chunk = run_json({"ragged", "cell", leaf("minimal").string(), "6/h_tdigest", "--chunk", "112132", "--row",
-                                  "0", "--col", "1"});
+  const json by_chunk = run_json(
+      {"ragged", "cell", leaf("minimal").string(), "6/h_tdigest", "--chunk", "112132", "--row", "0", "--col", "1"});
   EXPECT_EQ(by_chunk, by_index);
 }
 
@@ -107,8 +108,8 @@ TEST(RaggedTensors, NpyOutputIsByteIdenticalToZaggsGoldens) {
           << stratum << " " << name;
   }
   const auto block = dir / "block";
-  const json summary = run_json({"ragged", "tensors", strata_leaf().string(), "--field", "h_tdigest_signal", "--block-order",
-                                 "4", "--npy-single", "--npy", block.string()});
+  const json summary = run_json({"ragged", "tensors", strata_leaf().string(), "--field", "h_tdigest_signal",
+                                 "--block-order", "4", "--npy-single", "--npy", block.string()});
   ASSERT_EQ(summary["blocks"].size(), 1u);
   EXPECT_EQ(summary["blocks"][0]["decimal"], "43314");
   EXPECT_EQ(summary["blocks"][0]["morton"], "5345772757688778756");
@@ -121,7 +122,8 @@ TEST(RaggedTensors, NpyOutputIsByteIdenticalToZaggsGoldens) {
 
 TEST(RaggedTensors, JsonSummaryAndIncludedTensorsAgreeWithTheNpyFiles) {
   if (!testing::have_python_numpy()) GTEST_SKIP() << "no numpy";
-  const json out = run_json({"ragged", "tensors", strata_leaf().string(), "--field", "h_tdigest_noise", "--include-tensors"});
+  const json out =
+      run_json({"ragged", "tensors", strata_leaf().string(), "--field", "h_tdigest_noise", "--include-tensors"});
   EXPECT_EQ(out["params"]["n_bins"], 128);
   EXPECT_EQ(out["params"]["dtype"], "uint32");
   EXPECT_EQ(out["has_exact_occupancy"], true);
@@ -137,7 +139,8 @@ TEST(RaggedTensors, JsonSummaryAndIncludedTensorsAgreeWithTheNpyFiles) {
       "t = np.array(json.loads(sys.argv[1]), dtype=np.uint32); m = np.array(json.loads(sys.argv[2]), dtype=np.uint8)\n"
       "assert np.array_equal(t, np.load(sys.argv[3])), 'tensor'\n"
       "assert np.array_equal(m, np.load(sys.argv[4])), 'mask'\n",
-      {json(tensors).dump(), json(masks).dump(), (golden / "noise_tensors.npy").string(), (golden / "noise_masks.npy").string()});
+      {json(tensors).dump(), json(masks).dump(), (golden / "noise_tensors.npy").string(),
+       (golden / "noise_masks.npy").string()});
   EXPECT_EQ(check.rc, 0) << check.err;
 }
 
@@ -206,9 +209,8 @@ TEST(RaggedHashes, AlteredRecordIsAMismatchWithExitOne) {
   exp["content_hashes"]["arrays"]["6/count"] = std::string(64, '0');
   exp["content_hashes"]["arrays"]["6/gone"] = std::string(64, '1');
   testing::write_file_text(dir / "record.json", exp.dump());
-  const json out = run_json({"ragged", "hashes", leaf("minimal").string(), "--verify", "--expected",
-                             (dir / "record.json").string()},
-                            1);
+  const json out = run_json(
+      {"ragged", "hashes", leaf("minimal").string(), "--verify", "--expected", (dir / "record.json").string()}, 1);
   EXPECT_EQ(out["outcome"], "mismatch");
   EXPECT_EQ(out["mismatch"], json::array({"6/count"}));
   EXPECT_EQ(out["missing"], json::array({"6/gone"}));
@@ -286,7 +288,8 @@ TEST(RaggedVerify, DamageIsReportedNamingTheObjectAndRule) {
   const json out = run_json({"ragged", "verify", copy.string()}, 1);
   EXPECT_EQ(out["ok"], false);
   std::set<std::string> rules;
-  for (const auto& f : out["failures"]) rules.insert(f["rule"].get<std::string>() + " " + f["object"].get<std::string>());
+  for (const auto& f : out["failures"])
+    rules.insert(f["rule"].get<std::string>() + " " + f["object"].get<std::string>());
   EXPECT_TRUE(rules.contains("chunk 6/h_tdigest/c/0")) << out.dump(2);
   EXPECT_TRUE(rules.contains("morton 6/morton")) << out.dump(2);
   const auto text = run_cli({"verify", copy.string(), "--text"});
@@ -306,7 +309,8 @@ TEST(RaggedVerify, MissingSidecarBitIsACoverageFailure) {
   const json out = run_json({"ragged", "verify", copy.string()}, 1);
   bool found = false;
   for (const auto& f : out["failures"])
-    found = found || (f["rule"] == "coverage" && f["message"].get<std::string>().find("cell 15 holds data") != std::string::npos);
+    found = found || (f["rule"] == "coverage" &&
+                      f["message"].get<std::string>().find("cell 15 holds data") != std::string::npos);
   EXPECT_TRUE(found) << out.dump(2);
 }
 

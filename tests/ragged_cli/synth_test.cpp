@@ -61,8 +61,8 @@ TEST(RaggedSynth, SameSeedSameBytesOtherSeedOtherBytes) {
   TempDir dir;
   auto hashes = [&](const std::string& name, std::uint64_t seed) {
     const auto out = dir / name;
-    const auto run = run_cli({"ragged", "synth", out.string(), "--cell-order", "13", "--shard-order", "9", "--chunk-order",
-                              "11", "--shard", "1111111111", "--seed", std::to_string(seed)});
+    const auto run = run_cli({"ragged", "synth", out.string(), "--cell-order", "13", "--shard-order", "9",
+                              "--chunk-order", "11", "--shard", "1111111111", "--seed", std::to_string(seed)});
     EXPECT_EQ(run.rc, 0) << run.err;
     const auto report = nlohmann::json::parse(run.out);
     const auto h = run_cli({"ragged", "hashes", (out / report["leaf"].get<std::string>()).string()});

@@ -12,8 +12,8 @@ namespace tessera::ragged {
 namespace {
 
 namespace fs = std::filesystem;
-using tessera::testing::RunResult;
 using tessera::testing::run_cli;
+using tessera::testing::RunResult;
 
 fs::path minimal_leaf() {
   return tessera::testing::conformance_dir() / "zagg/tests/data/spec/minimal/1/1/2/1/3/11213.zarr";
@@ -77,7 +77,8 @@ TEST_F(VerifyVerdict, StampNamingAMissingSidecarFails) {
   ASSERT_NE(at, std::string::npos);
   root.replace(at, 14, "\"coverage.mod\"");  // one flipped bit in the name
   tessera::testing::write_file_text(leaf / "zarr.json", root);
-  expect_failed(leaf, "FAIL coverage.mod: coverage: the commit stamp names this sidecar, but the leaf does not hold it");
+  expect_failed(leaf,
+                "FAIL coverage.mod: coverage: the commit stamp names this sidecar, but the leaf does not hold it");
   expect_failed(leaf, "FAIL coverage.moc: metadata: an object that belongs to no array or group");
 }
 
@@ -96,7 +97,8 @@ TEST_F(VerifyVerdict, DamagedShapeIsReportedNotHashed) {
   const auto open = text.find('[', at), close = text.find(']', at);
   text.replace(open, close - open + 1, "[4611686018427387904]");
   tessera::testing::write_file_text(meta, text);
-  const RunResult r = tessera::testing::run_process({"timeout", "120", tessera::testing::cli_path(), "ragged", "verify", leaf.string()});
+  const RunResult r = tessera::testing::run_process(
+      {"timeout", "120", tessera::testing::cli_path(), "ragged", "verify", leaf.string()});
   EXPECT_EQ(r.rc, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("\"hashes\": \"not checked\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("must be a dense uint64 array of the payload's shape"), std::string::npos) << r.out;

@@ -37,11 +37,15 @@ class ScopedEnv {
   }
 
  private:
-  static constexpr const char* kManaged[] = {
-      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-      "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_CONFIG_FILE",
-      "AWS_SHARED_CREDENTIALS_FILE", "AWS_NO_SIGN_REQUEST", "TESSERA_S3_ADDRESSING", "STORAGE_EMULATOR_HOST",
-      "GOOGLE_OAUTH_ACCESS_TOKEN", "GS_ACCESS_KEY_ID", "GS_SECRET_ACCESS_KEY", "HOME"};
+  static constexpr const char* kManaged[] = {"AWS_ACCESS_KEY_ID",           "AWS_SECRET_ACCESS_KEY",
+                                             "AWS_SESSION_TOKEN",           "AWS_PROFILE",
+                                             "AWS_DEFAULT_PROFILE",         "AWS_REGION",
+                                             "AWS_DEFAULT_REGION",          "AWS_ENDPOINT_URL",
+                                             "AWS_ENDPOINT_URL_S3",         "AWS_CONFIG_FILE",
+                                             "AWS_SHARED_CREDENTIALS_FILE", "AWS_NO_SIGN_REQUEST",
+                                             "TESSERA_S3_ADDRESSING",       "STORAGE_EMULATOR_HOST",
+                                             "GOOGLE_OAUTH_ACCESS_TOKEN",   "GS_ACCESS_KEY_ID",
+                                             "GS_SECRET_ACCESS_KEY",        "HOME"};
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
@@ -165,7 +169,8 @@ TEST(BucketAccess, GcsEndpointsAndCredentials) {
     EXPECT_TRUE(a.anonymous);
   }
   {
-    const ScopedEnv env{{"HOME", home.path().c_str()}, {"STORAGE_EMULATOR_HOST", "127.0.0.1:4443"},
+    const ScopedEnv env{{"HOME", home.path().c_str()},
+                        {"STORAGE_EMULATOR_HOST", "127.0.0.1:4443"},
                         {"GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.token"}};
     const BucketAccess a = access_of("gs://bucket1/x");
     EXPECT_EQ(a.bucket_url, "http://127.0.0.1:4443/bucket1");
@@ -173,7 +178,8 @@ TEST(BucketAccess, GcsEndpointsAndCredentials) {
     EXPECT_EQ(a.http.auth.headers[0], "Authorization: Bearer ya29.token");
   }
   {
-    const ScopedEnv env{{"HOME", home.path().c_str()}, {"GS_ACCESS_KEY_ID", "GOOGKEY"}, {"GS_SECRET_ACCESS_KEY", "gsecret"}};
+    const ScopedEnv env{
+        {"HOME", home.path().c_str()}, {"GS_ACCESS_KEY_ID", "GOOGKEY"}, {"GS_SECRET_ACCESS_KEY", "gsecret"}};
     const BucketAccess a = access_of("gs://bucket1/x");
     EXPECT_EQ(a.http.auth.sigv4, "aws:amz:auto:s3");
     EXPECT_EQ(a.http.auth.access_key_id, "GOOGKEY");
@@ -195,8 +201,8 @@ TEST(ListObjectsPage, ReadsKeysPrefixesAndContinuation) {
   EXPECT_EQ(p.common_prefixes, (std::vector<std::string>{"ds/tiles/"}));
   EXPECT_TRUE(p.truncated);
   EXPECT_EQ(p.next_token, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=");
-  const ListObjectsPage last = parse_list_objects_page(
-      "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>", "s3://b");
+  const ListObjectsPage last =
+      parse_list_objects_page("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>", "s3://b");
   EXPECT_FALSE(last.truncated);
   EXPECT_TRUE(last.keys.empty());
 }
@@ -217,7 +223,8 @@ TEST(ListObjectsPage, HostileDocumentsAreFormatErrors) {
       parse_list_objects_page(doc, "s3://b (listing)");
       ADD_FAILURE() << "accepted: " << doc;
     } catch (const FormatError& e) {
-      EXPECT_NE(std::string(e.what()).find("s3://b (listing): not a ListObjectsV2 answer"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("s3://b (listing): not a ListObjectsV2 answer"), std::string::npos)
+          << e.what();
     }
   }
   // Every bit flip of a valid page parses or is refused cleanly.

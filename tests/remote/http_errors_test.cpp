@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 #define REQUIRE_NGINX()                       \
   NginxServer* server = conformance_server(); \
   if (!server) {                              \
-    GTEST_SKIP() << kNoNginx;                  \
+    GTEST_SKIP() << kNoNginx;                 \
   }
 
 std::string error_of(const std::function<void()>& fn) {
@@ -87,7 +87,8 @@ TEST(HttpErrors, HttpsVerifiesTheServer) {
   options.ca_file = server.ca_file().string();
   const auto source = io::open_http_source(url, options);
   EXPECT_EQ(source->read_vector(0, source->size()), read_file_bytes(tet_fixture("sample.tet")));
-  const auto cli = run_cli({"tet", "info", "--json", url}, {.env = {{"TESSERA_HTTP_CA_BUNDLE", server.ca_file().string()}}});
+  const auto cli =
+      run_cli({"tet", "info", "--json", url}, {.env = {{"TESSERA_HTTP_CA_BUNDLE", server.ca_file().string()}}});
   EXPECT_EQ(cli.rc, 0) << cli.err;
 }
 
@@ -157,7 +158,8 @@ TEST(HttpErrors, OperationsThatListAreUnsupported) {
   for (const char* command : {"verify", "hashes"}) {
     const auto r = run_cli({"ragged", command, leaf});
     EXPECT_EQ(r.rc, 1) << command;
-    EXPECT_NE(r.err.find("listing objects is not supported over plain HTTP"), std::string::npos) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("listing objects is not supported over plain HTTP"), std::string::npos)
+        << command << ": " << r.err;
   }
 }
 

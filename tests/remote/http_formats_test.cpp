@@ -45,10 +45,10 @@ std::vector<fs::path> tet_files() {
 
 std::string rel_path(const fs::path& path) { return fs::relative(path, conformance_dir()).string(); }
 
-#define REQUIRE_NGINX()                                \
-  NginxServer* server = conformance_server();          \
+#define REQUIRE_NGINX()                       \
+  NginxServer* server = conformance_server(); \
   if (!server) {                              \
-    GTEST_SKIP() << kNoNginx;                  \
+    GTEST_SKIP() << kNoNginx;                 \
   }
 
 // The CLI on the URL equals the CLI on the local path (the input's name masked in both).
@@ -110,7 +110,8 @@ TEST(HttpTet, CatWritesTheSameNpy) {
   const tet::TetFile opened = tet::TetFile::open(file.string());
   for (const tet::Dataset& ds : opened.datasets()) {
     const auto local = run_cli({"tet", "cat", file.string(), ds.name, "-o", (tmp / "local.npy").string()});
-    const auto remote = run_cli({"tet", "cat", server->url(rel_path(file)), ds.name, "-o", (tmp / "remote.npy").string()});
+    const auto remote =
+        run_cli({"tet", "cat", server->url(rel_path(file)), ds.name, "-o", (tmp / "remote.npy").string()});
     ASSERT_EQ(local.rc, 0) << local.err;
     ASSERT_EQ(remote.rc, 0) << remote.err;
     EXPECT_EQ(read_file_bytes(tmp / "remote.npy"), read_file_bytes(tmp / "local.npy")) << ds.name;
@@ -126,8 +127,8 @@ TEST(HttpTet, QueriesGiveTheSameResults) {
     if (entry.path().extension() != ".json") continue;
     for (const char* name : {"sample.tet", "large.tet", "plan.tet"}) {
       SCOPED_TRACE(entry.path().string() + " on " + name);
-      expect_same_cli(*server, tet_fixture(name), {"tet", "query", entry.path().string(), "-x", "--format", "json", "-t"}, {},
-                      options);
+      expect_same_cli(*server, tet_fixture(name),
+                      {"tet", "query", entry.path().string(), "-x", "--format", "json", "-t"}, {}, options);
       ++compared;
     }
   }
@@ -148,7 +149,8 @@ TEST(HttpCells, InfoGetAndVerifyEqualLocal) {
             replaced(local.out, "local:" + fs::absolute(dir).lexically_normal().string(), "INPUT"));
   const auto ds = cells::Dataset::open(dir.string());
   const std::string all = "0:" + std::to_string(ds->n_cells());
-  for (const std::vector<std::string>& tail : {std::vector<std::string>{all, "--json"}, std::vector<std::string>{"9,0,4,4,3"}})
+  for (const std::vector<std::string>& tail :
+       {std::vector<std::string>{all, "--json"}, std::vector<std::string>{"9,0,4,4,3"}})
     expect_same_cli(*server, dir, {"cells", "get"}, tail);
   for (const char* tile : {"basic_5x10_2chunks.dct", "single_chunk_4x6.dct"}) {
     const fs::path file = conformance_dir() / "deltacells/tiles" / tile;
@@ -215,7 +217,8 @@ TEST(HttpDetect, InfoRoutesUrlsLikePaths) {
 TEST(HttpDetect, ConvertFromUrlIsNotSupportedYet) {
   REQUIRE_NGINX();
   TempDir tmp;
-  const auto r = run_cli({"tet", "convert", server->url("zagg/tests/data/index/atl03_mini.h5"), (tmp / "x.tet").string()});
+  const auto r =
+      run_cli({"tet", "convert", server->url("zagg/tests/data/index/atl03_mini.h5"), (tmp / "x.tet").string()});
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("converting from a URL or bucket is not supported yet"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(tmp / "x.tet"));

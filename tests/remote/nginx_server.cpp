@@ -55,22 +55,42 @@ std::string config(const fs::path& scratch, const fs::path& root, int port, bool
   return "daemon off;\n"
          "master_process off;\n"
          "worker_processes 1;\n"
-         "pid " + s + "/nginx.pid;\n"
-         "error_log " + s + "/error.log warn;\n"
+         "pid " +
+         s +
+         "/nginx.pid;\n"
+         "error_log " +
+         s +
+         "/error.log warn;\n"
          "events { worker_connections 64; }\n"
          "http {\n"
-         "  access_log " + s + "/access.log;\n"
-         "  client_body_temp_path " + s + "/body;\n"
-         "  proxy_temp_path " + s + "/proxy;\n"
-         "  fastcgi_temp_path " + s + "/fastcgi;\n"
-         "  uwsgi_temp_path " + s + "/uwsgi;\n"
-         "  scgi_temp_path " + s + "/scgi;\n"
+         "  access_log " +
+         s +
+         "/access.log;\n"
+         "  client_body_temp_path " +
+         s +
+         "/body;\n"
+         "  proxy_temp_path " +
+         s +
+         "/proxy;\n"
+         "  fastcgi_temp_path " +
+         s +
+         "/fastcgi;\n"
+         "  uwsgi_temp_path " +
+         s +
+         "/uwsgi;\n"
+         "  scgi_temp_path " +
+         s +
+         "/scgi;\n"
          "  default_type application/octet-stream;\n"
          "  server {\n"
-         "    listen 127.0.0.1:" + std::to_string(port) + (tls ? " ssl" : "") + ";\n" +
-         (tls ? "    ssl_certificate " + s + "/cert.pem;\n    ssl_certificate_key " + s + "/key.pem;\n" : std::string()) +
+         "    listen 127.0.0.1:" +
+         std::to_string(port) + (tls ? " ssl" : "") + ";\n" +
+         (tls ? "    ssl_certificate " + s + "/cert.pem;\n    ssl_certificate_key " + s + "/key.pem;\n"
+              : std::string()) +
          "    server_name localhost;\n"
-         "    root " + fs::absolute(root).string() + ";\n"
+         "    root " +
+         fs::absolute(root).string() +
+         ";\n"
          "    location / { }\n"
          // Fixed answers for the retry tests: 5xx and 429 are retried, 403 is not.
          "    location = /status/503 { return 503; }\n"
@@ -93,8 +113,8 @@ NginxServer::NginxServer(const fs::path& root, bool tls) : tls_(tls) {
   const std::string nginx = binary();
   if (nginx.empty()) throw std::runtime_error("nginx is not installed");
   if (tls) {
-    const RunResult made = run_process({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+    const RunResult made = run_process({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
                                         (scratch_ / "key.pem").string(), "-out", (scratch_ / "cert.pem").string()});
     if (made.rc != 0) throw std::runtime_error("openssl could not make a certificate: " + made.err);
   }
@@ -103,8 +123,8 @@ NginxServer::NginxServer(const fs::path& root, bool tls) : tls_(tls) {
     port_ = free_port();
     const fs::path conf = scratch_ / "nginx.conf";
     write_file_text(conf, config(scratch_.path(), root, port_, tls));
-    pid_ = start_process({nginx, "-p", scratch_.path().string(), "-c", conf.string(), "-e",
-                          (scratch_ / "error.log").string()});
+    pid_ = start_process(
+        {nginx, "-p", scratch_.path().string(), "-c", conf.string(), "-e", (scratch_ / "error.log").string()});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;

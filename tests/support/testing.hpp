@@ -76,9 +76,9 @@ struct RunResult {
 struct RunOptions {
   // Every member has a default initializer so designated initializers may name any subset
   // (`{.stdin_data = bytes}`) without -Wmissing-field-initializers.
-  std::filesystem::path cwd{};                                // empty: the current directory
-  std::vector<std::pair<std::string, std::string>> env{};     // added to / overriding the environment
-  std::string stdin_data{};                                   // empty: the child sees stdin at EOF
+  std::filesystem::path cwd{};                             // empty: the current directory
+  std::vector<std::pair<std::string, std::string>> env{};  // added to / overriding the environment
+  std::string stdin_data{};                                // empty: the child sees stdin at EOF
 };
 
 // Runs argv[0] (looked up on PATH when it has no '/') with the given arguments and waits for it.
@@ -115,7 +115,8 @@ RunResult run_in_child(const std::function<void()>& fn);
 // block, the zeros as RLE blocks of 128 KiB (4 bytes each), a 1 MiB window. Gigabytes of content
 // in kilobytes, cheap to stream: compression bombs, or real data that is simply large. With
 // `declare_size` false the header omits the content size.
-std::vector<std::byte> zstd_zeros_frame(std::span<const std::byte> prefix, std::uint64_t zeros, bool declare_size = true);
+std::vector<std::byte> zstd_zeros_frame(std::span<const std::byte> prefix, std::uint64_t zeros,
+                                        bool declare_size = true);
 
 // Checks `condition` every millisecond until it holds. Fails the test (ADD_FAILURE naming `what`)
 // and returns false after 60 s: a bound for a run that is stuck, never a measurement — nothing

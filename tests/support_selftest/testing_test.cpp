@@ -33,8 +33,8 @@ TEST(RunProcess, KilledChildReportsSignalPlus128) {
 // Megabytes on both streams: reading one stream to the end before the other would deadlock
 // once the child blocks on the full pipe of the stream nobody reads.
 TEST(RunProcess, LargeOutputOnBothStreamsDoesNotDeadlock) {
-  const auto r = run_process(
-      {"sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' e >&2; head -c 2000000 /dev/zero | tr '\\0' o"});
+  const auto r =
+      run_process({"sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' e >&2; head -c 2000000 /dev/zero | tr '\\0' o"});
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.err.size(), 3'000'000u);
   EXPECT_EQ(r.out.size(), 2'000'000u);
@@ -76,10 +76,10 @@ TEST(RunProcess, ChildSeesDefaultSigpipe) {
 TEST(RunProcess, EnvironmentIsInheritedAddedAndOverridden) {
   ::setenv("TESSERA_SELFTEST_INHERITED", "kept", 1);
   ::setenv("TESSERA_SELFTEST_OVERRIDDEN", "old", 1);
-  const auto r = run_process(
-      {"sh", "-c",
-       "printf '%s|%s|%s' \"$TESSERA_SELFTEST_INHERITED\" \"$TESSERA_SELFTEST_OVERRIDDEN\" \"$TESSERA_SELFTEST_ADDED\""},
-      {.env = {{"TESSERA_SELFTEST_OVERRIDDEN", "new"}, {"TESSERA_SELFTEST_ADDED", "a=b"}}});
+  const auto r = run_process({"sh", "-c",
+                              "printf '%s|%s|%s' \"$TESSERA_SELFTEST_INHERITED\" \"$TESSERA_SELFTEST_OVERRIDDEN\" "
+                              "\"$TESSERA_SELFTEST_ADDED\""},
+                             {.env = {{"TESSERA_SELFTEST_OVERRIDDEN", "new"}, {"TESSERA_SELFTEST_ADDED", "a=b"}}});
   ::unsetenv("TESSERA_SELFTEST_INHERITED");
   ::unsetenv("TESSERA_SELFTEST_OVERRIDDEN");
   EXPECT_EQ(r.rc, 0) << r.err;

@@ -101,8 +101,9 @@ TEST(TetAppender, ExistingPayloadsAreCopiedVerbatimIncludingZstd) {
   // TIDX settings are kept.
   EXPECT_EQ(after.layout().index_header.memory_budget_percent_bps, 4000);
   EXPECT_EQ(after.layout().index_header.memory_budget_bytes, 1048576u);
-  const std::uint64_t shift = after.layout().superblock.chunk_index_offset + after.layout().superblock.chunk_index_length -
-                              (before.layout().superblock.chunk_index_offset + before.layout().superblock.chunk_index_length);
+  const std::uint64_t shift =
+      after.layout().superblock.chunk_index_offset + after.layout().superblock.chunk_index_length -
+      (before.layout().superblock.chunk_index_offset + before.layout().superblock.chunk_index_length);
   for (std::uint32_t i = 0; i < before.layout().entries.size(); ++i) {
     const auto& a = after.entry(i);
     const auto& b = before.entry(i);
@@ -241,7 +242,8 @@ TEST(TetAppender, UsageErrors) {
     app.write_dataset(0, std::vector<std::byte>(24));
     ADD_FAILURE() << "writing an existing dataset must fail";
   } catch (const tessera::UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("already stored in the file being appended to"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("already stored in the file being appended to"), std::string::npos)
+        << e.what();
   }
   app.add_dataset({"new", DType::U8, {2}, {1}, Codec::Raw, 3});
   EXPECT_THROW(app.commit(), tessera::UsageError);  // "new" has no data

@@ -132,8 +132,8 @@ std::vector<CorruptCase> corrupt_cases() {
          return sample_with_footer([](Bytes& b) {
            const std::string spill = R"({"datasets":{"temperature":{"attrs":{"units":""}}}})";
            append_text(b, spill);
-           append_footer(b, R"({"history":[],"metadata_ref":{"offset":368,"len":)" + std::to_string(spill.size()) +
-                                "}}");
+           append_footer(b,
+                         R"({"history":[],"metadata_ref":{"offset":368,"len":)" + std::to_string(spill.size()) + "}}");
          });
        },
        "history footer metadata exceeds limits: ", "parse", footer, true},
@@ -143,7 +143,8 @@ std::vector<CorruptCase> corrupt_cases() {
        ds + "unsupported dtype tag 11", "dataset_tensor_bytes", ""},
       {"B_ZeroExtent", [] { return sample_with([](Bytes& b) { put<std::uint64_t>(b, kShape, 0); }); },
        ds + "zero extent in shape or chunk_shape", "dataset_tensor_bytes", ""},
-      {"B_Overflow", [] { return sample_with([](Bytes& b) { put<std::uint64_t>(b, kShape, std::uint64_t{1} << 62); }); },
+      {"B_Overflow",
+       [] { return sample_with([](Bytes& b) { put<std::uint64_t>(b, kShape, std::uint64_t{1} << 62); }); },
        ds + "logical tensor byte length overflow", "dataset_tensor_bytes", ""},
       {"B_OutsideGrid", [] { return sample_with([](Bytes& b) { put<std::uint64_t>(b, kEntry1 + 16, 5); }); },
        ds + "chunk 1 coordinate [0, 5] outside grid [1, 2]", "dataset_tensor_bytes", ""},
@@ -193,8 +194,8 @@ TEST_P(CorruptFile, InfoFailsWithTheRuleTextAndVerifyReportsIt) {
   if (c.check == "parse") {
     EXPECT_EQ(r.findings.size(), 1u);
   }
-  EXPECT_EQ(codes(r), c.recommendation.empty() ? std::vector<std::string>{}
-                                               : std::vector<std::string>{c.recommendation});
+  EXPECT_EQ(codes(r),
+            c.recommendation.empty() ? std::vector<std::string>{} : std::vector<std::string>{c.recommendation});
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, CorruptFile, ::testing::ValuesIn(corrupt_cases()),

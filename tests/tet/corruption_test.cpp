@@ -100,10 +100,9 @@ void run_variant(std::span<const std::byte> bytes, const std::string& label, Tal
 }
 
 void report(const std::string& what, const fs::path& file, const Tally& tally) {
-  std::printf("%s %s: %llu variants, %llu read, %llu FormatError, %zu failed\n", what.c_str(),
-              file.filename().c_str(), static_cast<unsigned long long>(tally.total()),
-              static_cast<unsigned long long>(tally.read), static_cast<unsigned long long>(tally.rejected),
-              tally.failures.size());
+  std::printf("%s %s: %llu variants, %llu read, %llu FormatError, %zu failed\n", what.c_str(), file.filename().c_str(),
+              static_cast<unsigned long long>(tally.total()), static_cast<unsigned long long>(tally.read),
+              static_cast<unsigned long long>(tally.rejected), tally.failures.size());
   // The first few are enough to debug; a systematic failure would otherwise flood the log.
   for (std::size_t i = 0; i < std::min<std::size_t>(tally.failures.size(), 10); ++i) ADD_FAILURE() << tally.failures[i];
 }
@@ -119,7 +118,8 @@ TEST(CorruptionSweep, EveryTruncationFailsCleanly) {
     Tally tally;
     const std::size_t n = std::min(kSweepPrefix, bytes.size());
     for (std::size_t len = 0; len < n; ++len)
-      run_variant(std::span(bytes).first(len), path.filename().string() + " truncated to " + std::to_string(len), tally);
+      run_variant(std::span(bytes).first(len), path.filename().string() + " truncated to " + std::to_string(len),
+                  tally);
     report("truncate", path, tally);
     // A strict prefix of a valid file can only read when the cut lands in ignored trailing bytes,
     // which no fixture has; every cut must be detected.
@@ -192,7 +192,8 @@ TEST(HugeCounts, DatasetCount) {
 TEST(HugeCounts, EntryCount) {
   // 2^61 + 2 entries wrap 32 + 104·count to the real region length (240) in 64-bit arithmetic.
   for (const std::uint64_t count : {kU64Max, kU64Max / 104, (std::uint64_t{1} << 61) + 2, std::uint64_t{1} << 40})
-    expect_format_error(patched<std::uint64_t>(sample_tet(), kEntryCount, count), "entry_count " + std::to_string(count));
+    expect_format_error(patched<std::uint64_t>(sample_tet(), kEntryCount, count),
+                        "entry_count " + std::to_string(count));
 }
 
 TEST(HugeCounts, Ndim) {
@@ -236,8 +237,9 @@ TEST(HugeCounts, ShapeExtentsNear2To64) {
                                              std::uint64_t{1} << 31),
                       "shape 2^31 x 2^31 (grid of 2^61 chunks declared by 2 entries)");
   // Chunk extents near 2^64: a one-cell grid that the two entries no longer match.
-  expect_format_error(patched<std::uint64_t>(patched<std::uint64_t>(sample, kChunkShape, kU64Max), kChunkShape + 8, kU64Max),
-                      "chunk_shape 2^64-1");
+  expect_format_error(
+      patched<std::uint64_t>(patched<std::uint64_t>(sample, kChunkShape, kU64Max), kChunkShape + 8, kU64Max),
+      "chunk_shape 2^64-1");
   expect_format_error(patched<std::uint64_t>(sample, kChunkShape + 8, kU64Max - 1), "chunk_shape[1] 2^64-2");
 }
 

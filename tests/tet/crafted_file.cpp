@@ -8,7 +8,7 @@
 namespace tessera::tet::crafted {
 
 std::vector<std::byte> u8_file(std::uint64_t shape, std::uint64_t chunk, const std::vector<std::uint64_t>& raw_lens,
-                                       std::span<const std::byte> payload) {
+                               std::span<const std::byte> payload) {
   DatasetRecord rec{"x", tag_from_dtype(DType::U8), {shape}, {chunk}};
   std::vector<std::byte> blob;
   rec.append_to(blob);

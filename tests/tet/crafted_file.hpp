@@ -12,6 +12,6 @@ namespace tessera::tet::crafted {
 // carrying `payload` as its stored bytes. Only the structure is valid: whether the payload decodes
 // to the claimed length is the reader's to find out.
 std::vector<std::byte> u8_file(std::uint64_t shape, std::uint64_t chunk, const std::vector<std::uint64_t>& raw_lens,
-                                       std::span<const std::byte> payload);
+                               std::span<const std::byte> payload);
 
 }  // namespace tessera::tet::crafted

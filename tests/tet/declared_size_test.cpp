@@ -19,8 +19,8 @@ namespace tessera::tet {
 namespace {
 
 namespace fs = std::filesystem;
-using tessera::testing::RunResult;
 using tessera::testing::run_cli;
+using tessera::testing::RunResult;
 using tessera::testing::TempDir;
 
 // What a command may add to the CLI's start-up footprint: far below what the claims below would
@@ -43,8 +43,8 @@ RunResult sum_query(const fs::path& file) {
 std::vector<std::byte> bomb_frame(std::uint64_t content_size, std::size_t total) {
   std::vector<std::byte> frame(total, std::byte{0xFF});
   store_le<std::uint32_t>(frame.data(), 0xFD2FB528u);  // magic
-  frame[4] = std::byte{0xC0};                           // 8-byte content size, window descriptor present
-  frame[5] = std::byte{0x50};                           // 1 MiB window
+  frame[4] = std::byte{0xC0};                          // 8-byte content size, window descriptor present
+  frame[5] = std::byte{0x50};                          // 1 MiB window
   store_le<std::uint64_t>(frame.data() + 6, content_size);
   return frame;
 }
@@ -78,7 +78,9 @@ TEST(DeclaredTileSize, BombHeaderIsProvenBeforeTheTileIsAllocated) {
 }
 
 // A valid frame of `content_size` zero bytes that streams cheaply: real data that is simply large.
-std::vector<std::byte> zeros_frame(std::uint64_t content_size) { return tessera::testing::zstd_zeros_frame({}, content_size); }
+std::vector<std::byte> zeros_frame(std::uint64_t content_size) {
+  return tessera::testing::zstd_zeros_frame({}, content_size);
+}
 
 TEST(DeclaredTileSize, OutOfMemoryIsALimitErrorNotABareBadAlloc) {
 #if defined(TESSERA_SANITIZED)

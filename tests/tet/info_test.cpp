@@ -37,14 +37,14 @@ std::string info(std::vector<std::string> flags, const fs::path& path) {
 }
 
 std::string header(const fs::path& path, std::uint64_t size, int datasets, int chunks) {
-  return "file: " + path.string() + "\nsize: " + std::to_string(size) + " bytes  layout_version: 1  datasets: " +
-         std::to_string(datasets) + "  chunks: " + std::to_string(chunks) + "\n";
+  return "file: " + path.string() + "\nsize: " + std::to_string(size) +
+         " bytes  layout_version: 1  datasets: " + std::to_string(datasets) + "  chunks: " + std::to_string(chunks) +
+         "\n";
 }
 
 const std::string kDatasetsHeader =
     "datasets:\n   id  name                  dtype  shape             chunk_shape   chunks\n";
-const std::string kChunksHeader =
-    "     #  dataset       coords           raw      stored  codec  offset\n";
+const std::string kChunksHeader = "     #  dataset       coords           raw      stored  codec  offset\n";
 
 // labeled.tet up to its payload region end (600, §1.11) with a new footer.
 fs::path labeled_with_footer(const TempDir& dir, const std::string& footer_json) {
@@ -96,35 +96,34 @@ TEST(InfoText, SpecExampleOnSample) {
 
 TEST(InfoText, AllSectionsOnLabeled) {
   const auto path = fixture("generated/labeled.tet");
-  const std::string expected =
-      header(path, 999, 1, 4) +
-      "\nlayout:\n"
-      "  layout_version:    1\n"
-      "  dataset_count:     1\n"
-      "  flags:             1 (history_footer=true)\n"
-      "  chunk_index_offset: 104\n"
-      "  chunk_index_length: 448\n"
-      "\nexecution (file defaults):\n"
-      "  (engine defaults \u2014 25% host RAM when unset in query JSON)\n"
-      "\nfile metadata:\n"
-      "  tool: conformance-gen\n"
-      "  library_version: 0.1.9\n"
-      "  created_at: 1795971365\n"
-      "\n" +
-      kDatasetsHeader +
-      "    0  temperature           f32    4\u00d73               3\u00d72           4\n"
-      "       dim_names: time, station\n"
-      "       coords: station(3 labels), time(4 labels)\n"
-      "       _FillValue: 5\n"
-      "       units: K\n"
-      "\nchunks:\n" +
-      kChunksHeader +
-      "     0  temperature   0,0               24          24    raw  552\n"
-      "     1  temperature   0,1               12          12    raw  576\n"
-      "     2  temperature   1,0                8           8    raw  588\n"
-      "     3  temperature   1,1                4           4    raw  596\n"
-      "\nhistory:\n"
-      "    1  write  gen_extra  at=1795971365\n";
+  const std::string expected = header(path, 999, 1, 4) +
+                               "\nlayout:\n"
+                               "  layout_version:    1\n"
+                               "  dataset_count:     1\n"
+                               "  flags:             1 (history_footer=true)\n"
+                               "  chunk_index_offset: 104\n"
+                               "  chunk_index_length: 448\n"
+                               "\nexecution (file defaults):\n"
+                               "  (engine defaults \u2014 25% host RAM when unset in query JSON)\n"
+                               "\nfile metadata:\n"
+                               "  tool: conformance-gen\n"
+                               "  library_version: 0.1.9\n"
+                               "  created_at: 1795971365\n"
+                               "\n" +
+                               kDatasetsHeader +
+                               "    0  temperature           f32    4\u00d73               3\u00d72           4\n"
+                               "       dim_names: time, station\n"
+                               "       coords: station(3 labels), time(4 labels)\n"
+                               "       _FillValue: 5\n"
+                               "       units: K\n"
+                               "\nchunks:\n" +
+                               kChunksHeader +
+                               "     0  temperature   0,0               24          24    raw  552\n"
+                               "     1  temperature   0,1               12          12    raw  576\n"
+                               "     2  temperature   1,0                8           8    raw  588\n"
+                               "     3  temperature   1,1                4           4    raw  596\n"
+                               "\nhistory:\n"
+                               "    1  write  gen_extra  at=1795971365\n";
   EXPECT_EQ(info({"--all"}, path), expected);
   // Explicit section flags print in the fixed order, whatever the order on the command line.
   EXPECT_EQ(info({"--history", "--execution", "--chunks", "--datasets", "--layout"}, path), expected);
@@ -164,9 +163,9 @@ TEST(InfoText, ExecutionSettings) {
 
 TEST(InfoText, HistoryRowsWithParentsAndParams) {
   TempDir dir("tet-info");
-  const auto path = labeled_with_footer(
-      dir, R"({"history":[{"op":"convert","source":"h5","at":"1","parents":["a.h5","b.h5"],)"
-           R"("params":{"mode":"fast","level":"3"}},["write","legacy","2"]]})");
+  const auto path =
+      labeled_with_footer(dir, R"({"history":[{"op":"convert","source":"h5","at":"1","parents":["a.h5","b.h5"],)"
+                               R"("params":{"mode":"fast","level":"3"}},["write","legacy","2"]]})");
   EXPECT_EQ(info({"--history"}, path), header(path, fs::file_size(path), 1, 4) +
                                            "\nhistory:\n"
                                            "    1  convert  h5  at=1\n"
@@ -174,31 +173,33 @@ TEST(InfoText, HistoryRowsWithParentsAndParams) {
                                            "       level: 3\n"
                                            "       mode: fast\n"
                                            "    2  write  legacy  at=2\n");
-  EXPECT_EQ(info({"--history"}, fixture("sample.tet")), header(fixture("sample.tet"), 368, 1, 2) + "\nhistory:\n  (none)\n");
+  EXPECT_EQ(info({"--history"}, fixture("sample.tet")),
+            header(fixture("sample.tet"), 368, 1, 2) + "\nhistory:\n  (none)\n");
 }
 
 TEST(InfoText, VerboseCoordinateLabels) {
   const auto path = fixture("generated/labeled.tet");
-  EXPECT_EQ(info({"--metadata"}, path), header(path, 999, 1, 4) +
-                                            "\nfile metadata:\n"
-                                            "  tool: conformance-gen\n"
-                                            "  library_version: 0.1.9\n"
-                                            "  created_at: 1795971365\n\n" +
-                                            kDatasetsHeader +
-                                            "    0  temperature           f32    4\u00d73               3\u00d72           4\n"
-                                            "       dim_names: time, station\n"
-                                            "       station: A, B, C\n"
-                                            "       time: 2024-01-01, 2024-01-02, 2024-01-03, 2024-01-04\n"
-                                            "       _FillValue: 5\n"
-                                            "       units: K\n");
+  EXPECT_EQ(info({"--metadata"}, path),
+            header(path, 999, 1, 4) +
+                "\nfile metadata:\n"
+                "  tool: conformance-gen\n"
+                "  library_version: 0.1.9\n"
+                "  created_at: 1795971365\n\n" +
+                kDatasetsHeader +
+                "    0  temperature           f32    4\u00d73               3\u00d72           4\n"
+                "       dim_names: time, station\n"
+                "       station: A, B, C\n"
+                "       time: 2024-01-01, 2024-01-02, 2024-01-03, 2024-01-04\n"
+                "       _FillValue: 5\n"
+                "       units: K\n");
 
   // At most 12 labels per axis, then the count of the others; an empty axis says so.
   TempDir dir("tet-info");
   std::string labels;
   for (int i = 0; i < 14; ++i) labels += (i ? ",\"l" : "\"l") + std::to_string(i) + "\"";
-  const auto many = labeled_with_footer(
-      dir, R"({"history":[],"metadata":{"datasets":{"temperature":{"coords":{"0":{"labels":[)" + labels +
-               R"(]},"1":{"labels":[]}}}}}})");
+  const auto many =
+      labeled_with_footer(dir, R"({"history":[],"metadata":{"datasets":{"temperature":{"coords":{"0":{"labels":[)" +
+                                   labels + R"(]},"1":{"labels":[]}}}}}})");
   const std::string row = "    0  temperature           f32    4\u00d73               3\u00d72           4\n";
   EXPECT_EQ(info({"--metadata"}, many), header(many, fs::file_size(many), 1, 4) + "\n" + kDatasetsHeader + row +
                                             "       0: l0, l1, l2, l3, l4, l5, l6, l7, l8, l9, l10, l11 (+2 more)\n"
@@ -214,9 +215,10 @@ TEST(InfoFilter, GrepMatchesNameDtypeAndMetadata) {
     EXPECT_NE(out.find(" datasets=1 chunks=4 "), std::string::npos) << needle << ": " << out;
   }
   EXPECT_EQ(info({"--grep", "nothing-like-this"}, labeled),
-            header(labeled, 999, 1, 4) + "filter: grep~nothing-like-this\n\nfile metadata:\n"
-                                         "  tool: conformance-gen\n  library_version: 0.1.9\n  created_at: 1795971365\n\n"
-                                         "datasets: (no rows match filter)\n");
+            header(labeled, 999, 1, 4) +
+                "filter: grep~nothing-like-this\n\nfile metadata:\n"
+                "  tool: conformance-gen\n  library_version: 0.1.9\n  created_at: 1795971365\n\n"
+                "datasets: (no rows match filter)\n");
 
   // multi_dataset: only i16_sq has "i16" in its name or dtype; it becomes dataset 0.
   const auto multi = fixture("generated/multi_dataset.tet");
@@ -241,7 +243,7 @@ TEST(InfoFilter, DatasetFilterRenumbersChunksAndKeepsOnlyTheirMetadata) {
   EXPECT_EQ(json["summary"]["datasets"][0]["name"], "u64_vec");
   ASSERT_EQ(json["summary"]["chunks"].size(), 2u);
   for (const auto& c : json["summary"]["chunks"]) EXPECT_EQ(c["dataset_id"], 0);  // was 4
-  EXPECT_EQ(json["summary"]["superblock"]["dataset_count"], 5);                    // the file's own value
+  EXPECT_EQ(json["summary"]["superblock"]["dataset_count"], 5);                   // the file's own value
 
   EXPECT_EQ(info({"--dataset", "I", "--grep", "64"}, multi),
             header(multi, 2016, 5, 14) + "filter: dataset~I grep~64\n\n" + kDatasetsHeader +
@@ -253,8 +255,9 @@ TEST(InfoFilter, DatasetFilterRenumbersChunksAndKeepsOnlyTheirMetadata) {
   const auto kept = nlohmann::json::parse(info({"--dataset", "temp", "--json"}, labeled));
   EXPECT_TRUE(kept["summary"]["metadata"]["datasets"].contains("temperature"));
   const auto dropped = nlohmann::json::parse(info({"--dataset", "zzz", "--json"}, labeled));
-  EXPECT_EQ(dropped["summary"]["metadata"], nlohmann::json::parse(R"({"file":{"created_at":"1795971365",)"
-                                                                   R"("library_version":"0.1.9","tool":"conformance-gen"}})"));
+  EXPECT_EQ(dropped["summary"]["metadata"],
+            nlohmann::json::parse(R"({"file":{"created_at":"1795971365",)"
+                                  R"("library_version":"0.1.9","tool":"conformance-gen"}})"));
   EXPECT_EQ(dropped["summary"]["history"].size(), 1u);
   EXPECT_TRUE(dropped["summary"]["chunks"].empty());
 }
@@ -284,9 +287,10 @@ TEST(InfoText, NamesAreCutAndPaddedByCodePoints) {
 
   // `é` and `×` are two bytes each but one column.
   const auto accented = single_chunk_file(dir, "caf\u00e9", 10, {1, 2, 3, 4, 5, 6, 7, 8});  // u64
-  EXPECT_NE(info({}, accented).find("\n    0  caf\u00e9                  u64    "
-                                    "1\u00d72\u00d73\u00d74\u00d75\u00d76\u00d77\u00d78   "
-                                    "1\u00d72\u00d73\u00d74\u00d75\u00d76\u00d77\u00d78  1\n"),
+  EXPECT_NE(info({}, accented)
+                .find("\n    0  caf\u00e9                  u64    "
+                      "1\u00d72\u00d73\u00d74\u00d75\u00d76\u00d77\u00d78   "
+                      "1\u00d72\u00d73\u00d74\u00d75\u00d76\u00d77\u00d78  1\n"),
             std::string::npos);
 }
 

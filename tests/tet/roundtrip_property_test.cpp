@@ -74,7 +74,9 @@ GenFile generate(int index) {
       g.spec.shape.push_back(extent);
       // Chunks: dividing or not, sometimes the whole axis, sometimes larger than the axis.
       const int kind = static_cast<int>(rng.below(4));
-      g.spec.chunk_shape.push_back(kind == 0 ? extent : kind == 1 ? extent + rng.between(1, 3) : rng.between(1, extent));
+      g.spec.chunk_shape.push_back(kind == 0   ? extent
+                                   : kind == 1 ? extent + rng.between(1, 3)
+                                               : rng.between(1, extent));
       elements *= extent;
     }
     g.spec.codec = rng.chance(50) ? tet::Codec::Zstd : tet::Codec::Raw;
@@ -247,7 +249,8 @@ TEST(TetRoundTripProperty, RandomFilesReadBackExactly) {
       write(f, writer);
       bytes = sink.bytes();
     }
-    const auto file = tet::TetFile::open(std::shared_ptr<const io::ByteSource>(io::owned_memory_source(std::move(bytes))));
+    const auto file =
+        tet::TetFile::open(std::shared_ptr<const io::ByteSource>(io::owned_memory_source(std::move(bytes))));
     Rng rng(kBaseSeed ^ static_cast<std::uint64_t>(i) * 7919);
     spilled += check(f, file, rng);
     footers += file.layout().footer.has_value();

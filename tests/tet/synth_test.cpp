@@ -30,7 +30,8 @@ using tessera::testing::read_file_bytes;
 using tessera::testing::run_cli;
 using tessera::testing::TempDir;
 
-std::vector<std::byte> synth_bytes(const std::vector<std::string>& specs, std::uint64_t seed, const std::string& at = "1") {
+std::vector<std::byte> synth_bytes(const std::vector<std::string>& specs, std::uint64_t seed,
+                                   const std::string& at = "1") {
   tet::SynthOptions options;
   for (const auto& s : specs) options.datasets.push_back(tet::parse_synth_spec(s));
   options.seed = seed;
@@ -311,9 +312,10 @@ TEST(Synth, FooterRecordsTheWrite) {
 TEST(SynthCli, WritesOneSummaryLineAndIsReproducible) {
   TempDir dir;
   const tessera::testing::RunOptions env{{}, {{"SOURCE_DATE_EPOCH", "1700000000"}}, {}};
-  const std::vector<std::string> args{"tet", "synth", "out.tet", "--dataset", "temp:f32:20x30x4:6x7x4:zstd:3",
-                                      "--dataset", "n:i64:50:8", "--seed", "11", "--budget-bps", "2500",
-                                      "--budget-bytes", "65536"};
+  const std::vector<std::string> args{
+      "tet",       "synth",          "out.tet", "--dataset", "temp:f32:20x30x4:6x7x4:zstd:3",
+      "--dataset", "n:i64:50:8",     "--seed",  "11",        "--budget-bps",
+      "2500",      "--budget-bytes", "65536"};
   auto in_dir = env;
   in_dir.cwd = dir.path();
   const auto r1 = run_cli(args, in_dir);
@@ -352,7 +354,8 @@ TEST(SynthCli, ExitCodes) {
   expect_rc({"tet", "synth", "--dataset", "a:f32:4:4"}, 2, "OUT is required");
   expect_rc({"tet", "synth", out, "--dataset", "a:f32:4"}, 2, "invalid dataset spec \"a:f32:4\"");
   expect_rc({"tet", "synth", out, "--dataset", "a:f32:0:4"}, 2, "SHAPE `0` must be positive integers");
-  expect_rc({"tet", "synth", out, "--dataset", "a:f32:4:4", "--dataset", "a:u8:4:4"}, 2, "duplicate dataset name \"a\"");
+  expect_rc({"tet", "synth", out, "--dataset", "a:f32:4:4", "--dataset", "a:u8:4:4"}, 2,
+            "duplicate dataset name \"a\"");
   expect_rc({"tet", "synth", out, "--dataset", "a:f32:4:4", "--seed", "minus"}, 2, "--seed");
   expect_rc({"tet", "synth", out, "--dataset", "a:f32:4:4", "--budget-bps", "10001"}, 2, "--budget-bps");
   expect_rc({"tet", "synth", out, "--dataset", "a:f32:4:4", "--budget-bytes", "4294967296"}, 2, "--budget-bytes");

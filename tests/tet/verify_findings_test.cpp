@@ -14,8 +14,8 @@ namespace tessera::tet {
 namespace {
 
 namespace fs = std::filesystem;
-using tessera::testing::RunResult;
 using tessera::testing::run_cli;
+using tessera::testing::RunResult;
 
 fs::path patched_copy(const tessera::testing::TempDir& dir, const std::string& fixture,
                       const std::function<void(std::vector<std::byte>&)>& patch) {

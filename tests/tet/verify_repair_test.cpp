@@ -48,8 +48,9 @@ TEST(VerifyFacts, LargeQuickDecodesTheFirst128AndWarns) {
   ASSERT_NE(skipped, nullptr);
   EXPECT_EQ(skipped->severity, Severity::Warning);
   EXPECT_TRUE(skipped->ok);
-  EXPECT_EQ(skipped->detail, "decode-check skipped for chunks 128..144 (limit 128); re-run with --deep or "
-                             "VerifyOptions::deep_decode");
+  EXPECT_EQ(skipped->detail,
+            "decode-check skipped for chunks 128..144 (limit 128); re-run with --deep or "
+            "VerifyOptions::deep_decode");
   EXPECT_EQ(find_check(quick, "chunk_decode")->detail, "decoded 128 of 144 chunk(s)");
   EXPECT_FALSE(quick.summary->deep_chunk_decode);
   EXPECT_TRUE(quick.recommendations.empty());  // warnings produce no recommendation
@@ -135,7 +136,8 @@ TEST_F(RepairTest, VerifyRecommendsFooterInvalid) {
   const auto run = run_cli({"tet", "verify", path_.string()});
   EXPECT_EQ(run.rc, 1);
   EXPECT_EQ(run.err, "verification failed\n");
-  EXPECT_EQ(run.out, "file: " + path_.string() + "\nsize: 404 bytes\nstatus: failed\nchecks:\n  parse                  FAIL (" +
+  EXPECT_EQ(run.out, "file: " + path_.string() +
+                         "\nsize: 404 bytes\nstatus: failed\nchecks:\n  parse                  FAIL (" +
                          *r.findings[0].detail +
                          ")\nrecommendations:\n  [footer_invalid] History/metadata footer is present but malformed.\n"
                          "       \u2192 Strip the invalid footer (truncate after chunk payloads).\n"
@@ -210,14 +212,16 @@ TEST_F(RepairTest, PlanTextAndEmptyPlan) {
   EXPECT_EQ(plan.out, "file: " + path_.string() +
                           "\nrepair plan:\n  [repairable] footer_invalid \u2014 Strip the invalid footer (truncate "
                           "after chunk payloads). \u2014 try: tessera tet repair " +
-                          path_.string() + " --apply footer_invalid --dry-run\n\nUse: tessera tet repair <path> --apply <code>\n");
+                          path_.string() +
+                          " --apply footer_invalid --dry-run\n\nUse: tessera tet repair <path> --apply <code>\n");
   const auto sample = fixture("sample.tet").string();
   const auto empty_plan = run_cli({"tet", "repair", sample});
   EXPECT_EQ(empty_plan.rc, 0);
   EXPECT_EQ(empty_plan.out, "file: " + sample +
                                 "\nrepair plan:\n  (no recommendations \u2014 run tessera tet verify first or file is "
                                 "ok)\n");
-  EXPECT_EQ(run_cli({"tet", "repair", "--json", sample}).out, "{\n  \"path\": \"" + sample + "\",\n  \"actions\": []\n}");
+  EXPECT_EQ(run_cli({"tet", "repair", "--json", sample}).out,
+            "{\n  \"path\": \"" + sample + "\",\n  \"actions\": []\n}");
 }
 
 TEST_F(RepairTest, VerifyRepairFixesAndReportsTheSecondRun) {
@@ -250,7 +254,6 @@ TEST_F(RepairTest, MissingTailFallsBackToThePayloadEnd) {
   EXPECT_EQ(testing::read_file_bytes(path_), fixture_bytes("sample.tet"));
 }
 
-
 // ---- CLI surface --------------------------------------------------------------------------------
 
 TEST(VerifyCli, QuietAndJsonAreExclusive) {
@@ -269,10 +272,9 @@ TEST(VerifyCli, MissingFileIsARuntimeError) {
 
 TEST(DetectCli, TetFilesBehaveLikeTheTetCommands) {
   const auto sample = fixture("sample.tet").string();
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"info", "--json"},
-                                               std::vector<std::string>{"info", "--all", "-n", "1"},
-                                               std::vector<std::string>{"verify", "-q"},
-                                               std::vector<std::string>{"verify", "--deep"}}) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"info", "--json"}, std::vector<std::string>{"info", "--all", "-n", "1"},
+        std::vector<std::string>{"verify", "-q"}, std::vector<std::string>{"verify", "--deep"}}) {
     std::vector<std::string> plain = args, tet = args;
     plain.push_back(sample);
     tet.insert(tet.begin(), "tet");
@@ -297,9 +299,10 @@ TEST(DetectCli, UnrecognizedPathsAreRefusedNamingThePath) {
       const auto run = run_cli({command, path});
       EXPECT_EQ(run.rc, 1);
       EXPECT_EQ(run.out, "");
-      EXPECT_EQ(run.err, "error: " + path +
-                             ": format not recognized (tessera reads .tet files, deltacells datasets and tiles, and Zarr v3 / "
-                             "morton-hive stores)\n");
+      EXPECT_EQ(run.err,
+                "error: " + path +
+                    ": format not recognized (tessera reads .tet files, deltacells datasets and tiles, and Zarr v3 / "
+                    "morton-hive stores)\n");
     }
   }
 }

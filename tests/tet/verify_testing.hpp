@@ -76,5 +76,4 @@ inline void append_footer(Bytes& b, std::string_view json) {
 constexpr std::size_t kFlags = 12, kIndexOffset = 16, kIndexLength = 24, kBlobLen = 32;
 constexpr std::size_t kRecord = 40, kShape = 72, kIndex = 104, kEntry0 = 136, kEntry1 = 240;
 
-
 }  // namespace tessera::tet::verify_testing

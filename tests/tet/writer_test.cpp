@@ -90,8 +90,7 @@ std::vector<std::byte> rebuild(const tet::TetFile& source, unsigned threads = 0)
 
 void expect_same_bytes(const std::vector<std::byte>& actual, const std::vector<std::byte>& expected) {
   ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t i = 0; i < actual.size(); ++i)
-    ASSERT_EQ(actual[i], expected[i]) << "first difference at byte " << i;
+  for (std::size_t i = 0; i < actual.size(); ++i) ASSERT_EQ(actual[i], expected[i]) << "first difference at byte " << i;
 }
 
 template <typename E, typename F>
@@ -176,8 +175,8 @@ TEST(TetWriterFixtures, LabeledWithInlineFooterIsByteIdentical) {
   options.metadata = original.layout().footer->metadata;
   ASSERT_EQ(options.history.size(), 1u);
   EXPECT_EQ(options.history[0].source, "gen_extra");
-  const auto out = write_one(spec("temperature", DType::F32, {4, 3}, {3, 2}), bytes_of(iota_values<float>(12, 0.0f)),
-                             options);
+  const auto out =
+      write_one(spec("temperature", DType::F32, {4, 3}, {3, 2}), bytes_of(iota_values<float>(12, 0.0f)), options);
   expect_same_bytes(out, expected);
 }
 
@@ -197,9 +196,9 @@ TEST(TetWriterFixtures, MetaSpillIsByteIdentical) {
 }
 
 TEST(TetWriterFixtures, EveryRawFixtureRebuildsByteIdentical) {
-  for (const char* name : {"sample.tet", "multichunk_u8.tet", "multichunk_u32.tet", "multichunk_f16.tet", "large.tet",
-                           "generated/empty.tet", "generated/qc_f32.tet", "generated/labeled.tet",
-                           "generated/meta_spill.tet"}) {
+  for (const char* name :
+       {"sample.tet", "multichunk_u8.tet", "multichunk_u32.tet", "multichunk_f16.tet", "large.tet",
+        "generated/empty.tet", "generated/qc_f32.tet", "generated/labeled.tet", "generated/meta_spill.tet"}) {
     SCOPED_TRACE(name);
     const auto expected = read_file_bytes(tet_dir() / name);
     expect_same_bytes(rebuild(open_memory(expected)), expected);
@@ -233,7 +232,8 @@ TEST(TetWriterFixtures, ZstdFixturesRebuildWithSameLayoutAndValues) {
       EXPECT_EQ(a.raw_byte_len, b.raw_byte_len);
       EXPECT_EQ(a.codec, b.codec);
     }
-    for (const auto& ds : expected.datasets()) EXPECT_EQ(read_all(rebuilt, rebuilt.datasets()[ds.id]), read_all(expected, ds));
+    for (const auto& ds : expected.datasets())
+      EXPECT_EQ(read_all(rebuilt, rebuilt.datasets()[ds.id]), read_all(expected, ds));
   }
 }
 
@@ -350,7 +350,8 @@ TEST(TetWriterFooter, LargeMetadataSpillsAndReadsBack) {
   WriterOptions options;
   options.history.push_back({"write", "unit", "1", {}, {}});
   for (int a = 0; a < 64; ++a) {
-    options.metadata.datasets["a"].attrs["attr_" + std::to_string(a)] = std::string(1024, static_cast<char>('a' + a % 26));
+    options.metadata.datasets["a"].attrs["attr_" + std::to_string(a)] =
+        std::string(1024, static_cast<char>('a' + a % 26));
   }
   const auto out = write_one(spec("a", DType::U16, {5}, {5}), bytes_of(iota_values<std::uint16_t>(5, 1)), options);
   const auto file = open_memory(out);
@@ -409,17 +410,33 @@ TEST(TetWriterValidation, EachRuleNamesTheDatasetAndRule) {
   expect_error<tessera::UsageError>([&] { w.add_dataset(spec("r0", DType::F32, {}, {})); },
                                     "dataset \"r0\": ndim 0 out of range (1..8)");
   expect_error<tessera::UsageError>(
-      [&] { w.add_dataset(spec("r9", DType::F32, std::vector<std::uint64_t>(9, 1), std::vector<std::uint64_t>(9, 1))); },
+      [&] {
+        w.add_dataset(spec("r9", DType::F32, std::vector<std::uint64_t>(9, 1), std::vector<std::uint64_t>(9, 1)));
+      },
       "dataset \"r9\": ndim 9 out of range (1..8)");
-  expect_error<tessera::UsageError>([&] { w.add_dataset(spec("ranks", DType::F32, {2, 2}, {2})); },
-                                    "dataset \"ranks\": chunk_shape has 1 axes but shape has 2");
-  expect_error<tessera::UsageError>([&] { w.add_dataset(spec("z", DType::F32, {2, 0}, {1, 1})); }, "dataset \"z\": zero extent");
-  expect_error<tessera::UsageError>([&] { w.add_dataset(spec("zc", DType::F32, {2, 2}, {0, 1})); },
-                                    "dataset \"zc\": zero extent");
-  expect_error<tessera::UsageError>([&] { w.add_dataset(spec("i8", DType::I8, {2}, {2})); }, "dataset \"i8\": dtype i8");
-  expect_error<tessera::UsageError>([&] { w.add_dataset(spec("b", DType::Bool, {2}, {2})); }, "has no .tet element tag");
+  expect_error<tessera::UsageError>(
+      [&] {
+        w.add_dataset(spec("ranks", DType::F32, {2, 2}, {2}));
+      },
+      "dataset \"ranks\": chunk_shape has 1 axes but shape has 2");
+  expect_error<tessera::UsageError>(
+      [&] {
+        w.add_dataset(spec("z", DType::F32, {2, 0}, {1, 1}));
+      },
+      "dataset \"z\": zero extent");
+  expect_error<tessera::UsageError>(
+      [&] {
+        w.add_dataset(spec("zc", DType::F32, {2, 2}, {0, 1}));
+      },
+      "dataset \"zc\": zero extent");
+  expect_error<tessera::UsageError>([&] { w.add_dataset(spec("i8", DType::I8, {2}, {2})); },
+                                    "dataset \"i8\": dtype i8");
+  expect_error<tessera::UsageError>([&] { w.add_dataset(spec("b", DType::Bool, {2}, {2})); },
+                                    "has no .tet element tag");
   expect_error<tessera::LimitError>(
-      [&] { w.add_dataset(spec("huge", DType::F64, {1ull << 40, 1ull << 21}, {1ull << 40, 1ull << 21})); },
+      [&] {
+        w.add_dataset(spec("huge", DType::F64, {1ull << 40, 1ull << 21}, {1ull << 40, 1ull << 21}));
+      },
       "dataset \"huge\": logical tensor byte length overflow");
   expect_error<tessera::UsageError>([&] { w.add_dataset(spec("codec", DType::F32, {2}, {2}, static_cast<Codec>(7))); },
                                     "unsupported codec 7");
@@ -431,7 +448,8 @@ TEST(TetWriterValidation, EachRuleNamesTheDatasetAndRule) {
                                     "dataset \"dup\": duplicate dataset name (already dataset 1)");
   EXPECT_EQ(w.dataset_count(), 2u);
   // validate_dataset_spec alone gives the same answers.
-  EXPECT_NO_THROW(tet::validate_dataset_spec(spec("ok", DType::U64, {1, 2, 3, 4, 5, 6, 7, 8}, {9, 9, 9, 9, 9, 9, 9, 9})));
+  EXPECT_NO_THROW(
+      tet::validate_dataset_spec(spec("ok", DType::U64, {1, 2, 3, 4, 5, 6, 7, 8}, {9, 9, 9, 9, 9, 9, 9, 9})));
   EXPECT_THROW(tet::validate_dataset_spec(spec("ok", DType::U64, {1}, {0})), tessera::UsageError);
 }
 
@@ -451,7 +469,8 @@ TEST(TetWriterOrder, OutOfOrderAndMissingDataAreUsageErrors) {
   expect_error<tessera::UsageError>([&] { w.write_chunk_row(5, 0, row4); }, "no dataset with id 5 (2 declared)");
   expect_error<tessera::UsageError>([&] { w.write_chunk_row(1, 0, all_b); },
                                     "dataset 1 (\"b\"): data is written in dataset order; dataset 0 (\"a\"): 0 of 3");
-  expect_error<tessera::UsageError>([&] { w.write_chunk_row(0, 1, row4); }, "dataset 0 (\"a\"): expected chunk row 0, got 1");
+  expect_error<tessera::UsageError>([&] { w.write_chunk_row(0, 1, row4); },
+                                    "dataset 0 (\"a\"): expected chunk row 0, got 1");
   expect_error<tessera::UsageError>([&] { w.write_chunk_row(0, 3, row4); }, "chunk row 3 is outside the grid (3 rows)");
   expect_error<tessera::UsageError>([&] { w.write_chunk_row(0, 0, row2); }, "chunk row 0 needs 4 bytes, got 2");
   expect_error<tessera::UsageError>([&] { w.commit(); }, "dataset 0 (\"a\"): no data written");
@@ -538,10 +557,11 @@ TEST(TetWriterRawTiles, MixWithChunkRowsAndOtherDatasets) {
   w.write_chunk_row(0, 0, std::span(values).subspan(0, row_bytes));
   w.write_chunk_row(0, 1, std::span(values).subspan(row_bytes, row_bytes));
   w.append_raw_tiles(0, std::span(stream).subspan(2 * row_bytes, 100));  // inside tile 0 of row 2
-  expect_error<tessera::UsageError>([&] { w.write_chunk_row(0, 2, std::span(values).subspan(2 * row_bytes, row_bytes)); },
-                                    "write_chunk_row needs a chunk row boundary; 33 tiles (and 36 bytes of the next)");
+  expect_error<tessera::UsageError>(
+      [&] { w.write_chunk_row(0, 2, std::span(values).subspan(2 * row_bytes, row_bytes)); },
+      "write_chunk_row needs a chunk row boundary; 33 tiles (and 36 bytes of the next)");
   w.append_raw_tiles(0, std::span(stream).subspan(2 * row_bytes + 100, row_bytes - 100));  // the rest of row 2
-  w.write_chunk_row(0, 3, std::span(values).subspan(3 * row_bytes, row_bytes));  // a boundary again
+  w.write_chunk_row(0, 3, std::span(values).subspan(3 * row_bytes, row_bytes));            // a boundary again
   append_in_parts(w, 0, std::span(stream).subspan(4 * row_bytes), {333});
   expect_error<tessera::UsageError>([&] { w.append_raw_tiles(1, b_values); }, "needs a raw-codec dataset");
   w.write_dataset(1, b_values);

@@ -52,7 +52,8 @@ TEST_F(QueryCli, ExitCodes) {
 }
 
 TEST_F(QueryCli, StdinTomlAndTable) {
-  auto r = cli({"query", "-", "-t", "./sample.tet", "-x", "-q"}, "dataset = \"temperature\"\n[quantile]\nq = 0.5\naxis = 0\n");
+  auto r = cli({"query", "-", "-t", "./sample.tet", "-x", "-q"},
+               "dataset = \"temperature\"\n[quantile]\nq = 0.5\naxis = 0\n");
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out,
             "dataset=temperature status=ok op=quantile axes=[0] q=0.5 reduced_shape=3 values=[2.5,3.5,4.5] elements=6 "
@@ -81,8 +82,10 @@ TEST_F(QueryCli, HistoryRecordsListsReplaysAndClears) {
   auto r = cli({"qhist"});
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("shown: 2  keep: 50 on disk\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  1   p    temperature         -           strided   sample.tet\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  2   x    temperature         mean        full      sample.tet\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  1   p    temperature         -           strided   sample.tet\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  2   x    temperature         mean        full      sample.tet\n"), std::string::npos)
+      << r.out;
   r = cli({"qhist", "list", "--json", "--mode", "x"});
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["shown"], 1);
@@ -95,7 +98,8 @@ TEST_F(QueryCli, HistoryRecordsListsReplaysAndClears) {
   EXPECT_EQ(r.rc, 1);
   // The replay recorded a row of its own.
   EXPECT_EQ(r.err, "error: history entry 9 not found (have 3 matching entries)\n");
-  EXPECT_EQ(cli({"qhist", "list", "--mode", "z"}).err, "error: unknown history mode \"z\"; expected x, execute, p, or plan\n");
+  EXPECT_EQ(cli({"qhist", "list", "--mode", "z"}).err,
+            "error: unknown history mode \"z\"; expected x, execute, p, or plan\n");
   r = cli({"qhist", "--clear"});
   EXPECT_EQ(r.err, "query history cleared\n");
   EXPECT_FALSE(fs::exists(dir_ / "hist/query_history.jsonl"));
@@ -104,8 +108,11 @@ TEST_F(QueryCli, HistoryRecordsListsReplaysAndClears) {
 TEST_F(QueryCli, HistoryKeepLimitAndDisable) {
   options_.env.emplace_back("TET_QUERY_HISTORY_MAX", "2");
   for (int i = 0; i < 4; ++i)
-    ASSERT_EQ(cli({"query", "{\"dataset\":\"temperature\",\"selection\":[{\"start\":" + std::to_string(i % 2) + "},{}]}",
-                   "-t", "./sample.tet"}).rc, 0);
+    ASSERT_EQ(
+        cli({"query", "{\"dataset\":\"temperature\",\"selection\":[{\"start\":" + std::to_string(i % 2) + "},{}]}",
+             "-t", "./sample.tet"})
+            .rc,
+        0);
   ASSERT_EQ(cli({"query", R"({"dataset":"temperature","sum":[]})", "-t", "./sample.tet", "-x", "-q"}).rc, 0);
   auto text = testing::read_file_text(dir_ / "hist/query_history.jsonl");
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);

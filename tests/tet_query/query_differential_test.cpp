@@ -29,11 +29,11 @@ constexpr int kQueriesPerFile = 7;
 
 const DType kDtypes[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::U8,
                          DType::U16, DType::I16, DType::U32, DType::U64, DType::F16};
-const char* const kOps[] = {"sum",       "mean",      "min",       "max",       "var",        "std",
-                            "product",   "norm_l1",   "norm_l2",   "count",     "all_finite", "any_nan",
-                            "any_inf",   "arg_min",   "arg_max",   "median",    "quantile",   "histogram",
-                            "nan_count", "inf_count", "null_count", "covariance", "correlation", "nan_mean",
-                            "nan_std"};
+const char* const kOps[] = {"sum",        "mean",       "min",         "max",       "var",
+                            "std",        "product",    "norm_l1",     "norm_l2",   "count",
+                            "all_finite", "any_nan",    "any_inf",     "arg_min",   "arg_max",
+                            "median",     "quantile",   "histogram",   "nan_count", "inf_count",
+                            "null_count", "covariance", "correlation", "nan_mean",  "nan_std"};
 
 template <typename T>
 void put(std::vector<std::byte>& out, T v) {
@@ -149,9 +149,19 @@ TEST(QueryDifferential, AgreesWithNumpy) {
           const std::size_t es = dtype_size(dtype), at = rng() % n;
           const std::byte* p = data.data() + at * es;
           switch (dtype) {
-            case DType::F32: { float v; std::memcpy(&v, p, 4); fill = v; break; }
+            case DType::F32: {
+              float v;
+              std::memcpy(&v, p, 4);
+              fill = v;
+              break;
+            }
             case DType::F64: std::memcpy(&fill, p, 8); break;
-            case DType::F16: { std::uint16_t h; std::memcpy(&h, p, 2); fill = half_to_double(h); break; }
+            case DType::F16: {
+              std::uint16_t h;
+              std::memcpy(&h, p, 2);
+              fill = half_to_double(h);
+              break;
+            }
             default: fill = static_cast<double>(std::to_integer<std::uint8_t>(p[0]) % 5); break;
           }
         }
@@ -171,14 +181,10 @@ TEST(QueryDifferential, AgreesWithNumpy) {
       } else {
         parsed = tet::parse_query_json(doc.dump());
       }
-      json record = {{"raw", raw},
-                     {"dtype", std::string(dtype_info(dtype).name)},
-                     {"shape", shape},
-                     {"selection", sel},
-                     {"op", op},
-                     {"axes", axes},
-                     {"params", doc[op]},
-                     {"nan_fill", parsed.operation->fill && std::isnan(*parsed.operation->fill)}};
+      json record = {{"raw", raw},        {"dtype", std::string(dtype_info(dtype).name)},
+                     {"shape", shape},    {"selection", sel},
+                     {"op", op},          {"axes", axes},
+                     {"params", doc[op]}, {"nan_fill", parsed.operation->fill && std::isnan(*parsed.operation->fill)}};
       tet::QueryOptions options;
       options.tet_path = tet;
       options.execute = true;

@@ -105,25 +105,29 @@ TEST(QueryDocument, ReservedKeys) {
             "validation: unknown field `write.bogus`");
   EXPECT_EQ(error_of(R"({"dataset":"a","transform":{"method":"l1"},"write":{"target":"ram","path":"x"}})"),
             "validation: `write.path` is only valid with `spill` or `sidecar` targets");
-  EXPECT_EQ(error_of(R"({"dataset":"a","mean":[],"write":"ram"})"), "validation: `write` is only valid with `transform`");
+  EXPECT_EQ(error_of(R"({"dataset":"a","mean":[],"write":"ram"})"),
+            "validation: `write` is only valid with `transform`");
   EXPECT_EQ(error_of(R"({"dataset":"a","write":"ram"})"), "validation: `write` requires a transform operation");
   EXPECT_EQ(error_of(R"({"dataset":"a","transform":{"method":"l1"},"spill":"x"})"),
             "validation: transform operations use top-level `write`, not `spill`");
   EXPECT_EQ(error_of(R"({"dataset":"a","execution":{"nope":1}})"), "validation: unknown field `execution.nope`");
-  EXPECT_EQ(error_of(R"({"dataset":"a","execution":{"memory_budget_percent":10,"memory_budget_percent_bps":1}})"),
-            "validation: use either `execution.memory_budget_percent` or `execution.memory_budget_percent_bps`, not both");
+  EXPECT_EQ(
+      error_of(R"({"dataset":"a","execution":{"memory_budget_percent":10,"memory_budget_percent_bps":1}})"),
+      "validation: use either `execution.memory_budget_percent` or `execution.memory_budget_percent_bps`, not both");
   EXPECT_EQ(error_of(R"({"dataset":"a","execution":{"device":"tpu"}})"),
             "validation: unknown device `tpu` (expected cpu, auto, metal, cuda[:N| :multi], or rocm[:N| :multi])");
   EXPECT_EQ(error_of(R"({"dataset":"a","execution":{"device":"cuda:x"}})"),
             "validation: invalid device `cuda:x` (expected cuda:N with non-negative N)");
   EXPECT_EQ(*parse_query_json(R"({"dataset":"a","execution":{"device":"CUDA:3"}})").execution->device, "cuda:3");
-  const auto w = parse_query_json(R"({"dataset":"a","transform":{"method":"zscore"},"write":{"target":"sidecar","path":"o.tet","timestamp":false}})");
+  const auto w = parse_query_json(
+      R"({"dataset":"a","transform":{"method":"zscore"},"write":{"target":"sidecar","path":"o.tet","timestamp":false}})");
   EXPECT_EQ(w.write->target, tet::WriteTarget::Sidecar);
   EXPECT_FALSE(*w.write->timestamp);
 }
 
 TEST(QueryDocument, SelectionChecks) {
-  EXPECT_EQ(error_of(R"({"dataset":"a","selection":[{"step":0}]})"), "validation: selection[0].step must be >= 1, got 0");
+  EXPECT_EQ(error_of(R"({"dataset":"a","selection":[{"step":0}]})"),
+            "validation: selection[0].step must be >= 1, got 0");
   EXPECT_EQ(error_of(R"({"dataset":"a","selection":[{"start":3,"stop":3}]})"),
             "validation: selection[0]: start must be < stop when both set (got 3 >= 3)");
   EXPECT_EQ(error_of(R"({"dataset":"a","selection":[{"start":1,"start_label":"x"}]})"),
@@ -140,7 +144,8 @@ TEST(QueryDocument, AxisSpecs) {
   EXPECT_EQ(error_of(R"({"dataset":"a","mean":{"x":1}})"), "validation: axis object must include `axis` or `axes`");
   EXPECT_EQ(error_of("{\"dataset\":\"a\",\"mean\":\"" + std::string(33, 'a') + "\"}"),
             "validation: axis label exceeds maximum length (32)");
-  EXPECT_EQ(error_of(R"({"dataset":"a","mean":[0,1,2,3,4,5,6,7,8]})"), "validation: operation has 9 axes; maximum is 8");
+  EXPECT_EQ(error_of(R"({"dataset":"a","mean":[0,1,2,3,4,5,6,7,8]})"),
+            "validation: operation has 9 axes; maximum is 8");
   const auto doc = parse_query_json(R"({"dataset":"a","sum":{"axes":[1,"time","x_y-2"]}})");
   EXPECT_EQ(doc.operation->axes, (std::vector<std::string>{"1", "time", "x_y-2"}));
 }
@@ -149,7 +154,8 @@ TEST(QueryDocument, OperationParameters) {
   EXPECT_EQ(error_of(R"({"dataset":"a","quantile":0.5})"),
             "validation: `quantile` must be a JSON object (e.g. { \"q\": 0.95, \"axis\": 0 })");
   EXPECT_EQ(error_of(R"({"dataset":"a","quantile":{}})"), "validation: `quantile.q` is required");
-  EXPECT_EQ(error_of(R"({"dataset":"a","quantile":{"q":1.5}})"), "validation: quantile q must be in [0.0, 1.0], got 1.5");
+  EXPECT_EQ(error_of(R"({"dataset":"a","quantile":{"q":1.5}})"),
+            "validation: quantile q must be in [0.0, 1.0], got 1.5");
   EXPECT_EQ(error_of(R"({"dataset":"a","histogram":{}})"), "validation: `histogram.bins` is required");
   EXPECT_EQ(error_of(R"({"dataset":"a","histogram":{"bins":0}})"), "validation: histogram bins must be >= 1");
   EXPECT_EQ(error_of(R"({"dataset":"a","histogram":{"bins":5000}})"),
@@ -172,12 +178,13 @@ TEST(QueryDocument, OperationParameters) {
 }
 
 TEST(QueryDocument, FlatFormRoundTrips) {
-  for (const char* text :
-       {R"({"dataset":"t","selection":[{"start":1,"stop":3,"step":2},{"start_label":"B"}],"quantile":{"q":0.5,"axis":0}})",
-        R"({"layout_version":1,"dataset":"t","histogram":{"bins":4,"min":0,"max":8},"execution":{"memory_budget_bytes":16}})",
-        R"({"dataset":"t","transform":{"method":"zscore","axes":[1]},"write":{"target":"spill","path":"x.bin"}})",
-        R"({"dataset":"t","null_count":{"fill":5,"axes":[]},"execution":{"fold_parallel":true,"device":"cpu"}})",
-        R"({"dataset":"t","spill":"out.bin"})"}) {
+  for (
+      const char* text :
+      {R"({"dataset":"t","selection":[{"start":1,"stop":3,"step":2},{"start_label":"B"}],"quantile":{"q":0.5,"axis":0}})",
+       R"({"layout_version":1,"dataset":"t","histogram":{"bins":4,"min":0,"max":8},"execution":{"memory_budget_bytes":16}})",
+       R"({"dataset":"t","transform":{"method":"zscore","axes":[1]},"write":{"target":"spill","path":"x.bin"}})",
+       R"({"dataset":"t","null_count":{"fill":5,"axes":[]},"execution":{"fold_parallel":true,"device":"cpu"}})",
+       R"({"dataset":"t","spill":"out.bin"})"}) {
     const auto doc = parse_query_json(text);
     const auto flat = tet::query_document_json(doc);
     const auto again = parse_query_json(flat.dump());

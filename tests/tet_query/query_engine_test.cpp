@@ -73,7 +73,9 @@ TEST(QueryEngine, SampleExpectedResults) {
   ex = run("sample.tet", R"({"dataset":"temperature","correlation":{"axis":1}})")["execution"];
   EXPECT_EQ(ex["operation_correlation"], Json::parse("[1.0,1.0,1.0,1.0]"));
   EXPECT_EQ(ex["operation_correlation_order"], 2);
-  ex = run("sample.tet", R"({"dataset":"temperature","selection":[{"start":0,"stop":2},{"start":0,"stop":3,"step":2}],"mean":[]})")["execution"];
+  ex = run("sample.tet",
+           R"({"dataset":"temperature","selection":[{"start":0,"stop":2},{"start":0,"stop":3,"step":2}],"mean":[]})")
+      ["execution"];
   EXPECT_EQ(ex["f32_preview"], Json::parse("[1.0,3.0,4.0,6.0]"));
   EXPECT_EQ(ex["operation_mean"].get<double>(), 3.5);
 }
@@ -92,7 +94,8 @@ TEST(QueryEngine, QcFileNanSemantics) {
   EXPECT_EQ(ex["operation_histogram_edges"], Json::parse("[-2.0,3.0,8.0]"));
   EXPECT_EQ(ex["operation_histogram_counts"], Json::parse("[2.0,2.0]"));
   EXPECT_EQ(ex["operation_histogram_excluded"].get<double>(), 4.0);
-  EXPECT_EQ(tet::dump_query_json(run("generated/qc_f32.tet", R"({"dataset":"qc","median":[]})")["execution"]["operation_median"], false),
+  EXPECT_EQ(tet::dump_query_json(
+                run("generated/qc_f32.tet", R"({"dataset":"qc","median":[]})")["execution"]["operation_median"], false),
             "null");
   EXPECT_EQ(error_of("generated/qc_f32.tet", R"({"dataset":"qc","covariance":0})"),
             "validation: covariance/correlation require finite values in the logical selection");
@@ -102,8 +105,9 @@ TEST(QueryEngine, LabeledFileNamesLabelsAndFill) {
   auto t = run("generated/labeled.tet", R"({"dataset":"temperature","mean":"time"})");
   EXPECT_EQ(t["operation"].dump(), R"({"mean":{"axes":["0"]}})");
   EXPECT_EQ(t["execution"]["operation_reduced_mean"], Json::parse("[4.5,5.5,6.5]"));
-  t = run("generated/labeled.tet",
-          R"({"dataset":"temperature","selection":[{"start_label":"2024-01-02","stop_label":"2024-01-04"},{"start_label":"B"}]})");
+  t = run(
+      "generated/labeled.tet",
+      R"({"dataset":"temperature","selection":[{"start_label":"2024-01-02","stop_label":"2024-01-04"},{"start_label":"B"}]})");
   EXPECT_EQ(t["execution"]["f32_preview"], Json::parse("[4.0,5.0,7.0,8.0]"));
   t = run("generated/labeled.tet", R"({"dataset":"temperature","null_count":[]})");
   EXPECT_EQ(t["operation"].dump(), R"({"null_count":{"axes":[],"fill":5.0}})");
@@ -123,7 +127,8 @@ TEST(QueryEngine, MultiDatasetBudgetAndExactU64) {
   EXPECT_EQ(t["execution"]["memory_budget_bytes"], 1048576);
   EXPECT_EQ(tet::dump_query_json(t["execution"]["u64_preview"], false), "[1,9223372036854775807,42]");
   EXPECT_EQ(tet::dump_query_json(t["execution"]["operation_sum"], false), "9.223372036854776e18");
-  EXPECT_EQ(run("generated/multi_dataset.tet", R"({"dataset":"i16_sq","sum":[]})")["execution"]["operation_sum"].get<double>(),
+  EXPECT_EQ(run("generated/multi_dataset.tet", R"({"dataset":"i16_sq","sum":[]})")["execution"]["operation_sum"]
+                .get<double>(),
             -120000.0);
   EXPECT_EQ(t["catalog"]["dataset_u64_bytes"], 24);
 }
@@ -131,11 +136,15 @@ TEST(QueryEngine, MultiDatasetBudgetAndExactU64) {
 TEST(QueryEngine, ZstdCube) {
   auto ex = run("generated/zstd_f64_3d.tet", R"({"dataset":"cube","sum":[0,1]})")["execution"];
   EXPECT_EQ(ex["operation_reduced_sum"], Json::parse("[285.0,295.0,305.0]"));
-  EXPECT_EQ(run("generated/zstd_f64_3d.tet", R"({"dataset":"cube","sum":[]})")["execution"]["operation_sum"].get<double>(), 885.0);
+  EXPECT_EQ(
+      run("generated/zstd_f64_3d.tet", R"({"dataset":"cube","sum":[]})")["execution"]["operation_sum"].get<double>(),
+      885.0);
 }
 
 TEST(QueryEngine, LargeStridedPlan) {
-  auto t = run("large.tet", R"({"dataset":"a","selection":[{"start":1,"stop":33,"step":4},{"start":3,"stop":60,"step":7}],"sum":[]})", 8);
+  auto t =
+      run("large.tet",
+          R"({"dataset":"a","selection":[{"start":1,"stop":33,"step":4},{"start":3,"stop":60,"step":7}],"sum":[]})", 8);
   EXPECT_EQ(t["read_plan"]["chunk_count"], 72);
   EXPECT_EQ(t["read_plan"]["total_stored_bytes"], 4608);
   EXPECT_EQ(t["read_plan"]["chunk_touch_policy"], "strided_half_open_per_axis_json_step_applied_to_chunk_touch_list");
@@ -148,7 +157,8 @@ TEST(QueryEngine, SequentialAndParallelFoldsAgree) {
   for (const char* op : {"sum", "mean", "var", "std", "norm_l2", "product", "arg_max", "min"}) {
     for (const char* axes : {"[]", "0", "1"}) {
       const std::string a = std::string(R"({"dataset":"a",")") + op + "\":" + axes + "}";
-      const std::string b = std::string(R"({"dataset":"a",")") + op + "\":" + axes + R"(,"execution":{"fold_parallel":false}})";
+      const std::string b =
+          std::string(R"({"dataset":"a",")") + op + "\":" + axes + R"(,"execution":{"fold_parallel":false}})";
       auto x = run("large.tet", a, 5)["execution"], y = run("large.tet", b, 5)["execution"];
       EXPECT_TRUE(x["fold_parallel"].get<bool>());
       EXPECT_FALSE(y["fold_parallel"].get<bool>());
@@ -198,7 +208,9 @@ TEST(QueryEngine, MmapSpillWritesTheSelection) {
   o.execute = true;
   o.preview = 3;
   auto t = tet::run_query(
-      tet::parse_query_json(R"({"dataset":"a","selection":[{"start":2,"stop":4},{"start":1,"stop":64,"step":30}],"spill":"out/sel.bin"})"), o);
+      tet::parse_query_json(
+          R"({"dataset":"a","selection":[{"start":2,"stop":4},{"start":1,"stop":64,"step":30}],"spill":"out/sel.bin"})"),
+      o);
   const Json& ex = t.tree["execution"];
   EXPECT_EQ(ex["memory_strategy"], "mmap_spill");
   EXPECT_EQ(ex["spill_f32_bytes"], 24);
@@ -217,24 +229,32 @@ TEST(QueryEngine, MmapSpillWritesTheSelection) {
 }
 
 TEST(QueryEngine, TransformsMatchTheReference) {
-  auto ex = run("sample.tet", R"({"dataset":"temperature","transform":{"method":"zscore"},"write":"ram"})", 6)["execution"];
-  EXPECT_NE(tet::dump_query_json(ex, false)
-                .find(R"("f32_preview":[-1.4638501,-0.8783101,-0.29277003,0.29277003,0.8783101,1.4638501])"),
+  auto ex =
+      run("sample.tet", R"({"dataset":"temperature","transform":{"method":"zscore"},"write":"ram"})", 6)["execution"];
+  EXPECT_NE(tet::dump_query_json(ex, false).find(
+                R"("f32_preview":[-1.4638501,-0.8783101,-0.29277003,0.29277003,0.8783101,1.4638501])"),
             std::string::npos);
   EXPECT_EQ(ex["total_bytes_read_from_disk"], 72);
-  ex = run("sample.tet", R"({"dataset":"temperature","transform":{"method":"minmax","axis":1},"write":"ram"})", 6)["execution"];
+  ex = run("sample.tet", R"({"dataset":"temperature","transform":{"method":"minmax","axis":1},"write":"ram"})",
+           6)["execution"];
   EXPECT_EQ(ex["f32_preview"], Json::parse("[0.0,0.5,1.0,0.0,0.5,1.0]"));
   EXPECT_EQ(ex["operation_reduced_min"], Json::parse("[1.0,4.0]"));
   EXPECT_EQ(ex["operation_reduced_mean"], Json::array());
   EXPECT_EQ(error_of("multichunk_u8.tet", R"({"dataset":"a","transform":{"method":"l1"}})"),
             "validation: transform requires f32 or f64 datasets");
   // A zero denominator: every element of a constant row becomes NaN and is recorded.
-  ex = run("sample.tet", R"({"dataset":"temperature","selection":[{"start":0,"stop":1},{"start":0,"stop":1}],"transform":{"method":"zscore"},"write":"ram"})", 4)["execution"];
+  ex = run(
+      "sample.tet",
+      R"({"dataset":"temperature","selection":[{"start":0,"stop":1},{"start":0,"stop":1}],"transform":{"method":"zscore"},"write":"ram"})",
+      4)["execution"];
   EXPECT_EQ(ex["transform_div_by_zero_count"], 1);
   EXPECT_EQ(ex["transform_div_by_zero_indices"], Json::parse("[0]"));
-  EXPECT_EQ(error_of("large.tet", R"({"dataset":"a","transform":{"method":"center"},"write":"ram","execution":{"memory_budget_bytes":100}})"),
-            "validation: logical selection (2176 elements, 8704 bytes) exceeds memory_budget_bytes (100); use `write`: "
-            "`switch` or `spill`, or raise execution.memory_budget_bytes");
+  EXPECT_EQ(
+      error_of(
+          "large.tet",
+          R"({"dataset":"a","transform":{"method":"center"},"write":"ram","execution":{"memory_budget_bytes":100}})"),
+      "validation: logical selection (2176 elements, 8704 bytes) exceeds memory_budget_bytes (100); use `write`: "
+      "`switch` or `spill`, or raise execution.memory_budget_bytes");
 }
 
 TEST(QueryEngine, TransformSpillAndSidecar) {
@@ -244,11 +264,16 @@ TEST(QueryEngine, TransformSpillAndSidecar) {
   o.tet_path = (dir / "labeled.tet").string();
   o.execute = true;
   o.preview = 3;
-  auto t = tet::run_query(tet::parse_query_json(R"({"dataset":"temperature","transform":{"method":"center"},"write":{"target":"spill","path":"c.bin"}})"), o);
+  auto t = tet::run_query(
+      tet::parse_query_json(
+          R"({"dataset":"temperature","transform":{"method":"center"},"write":{"target":"spill","path":"c.bin"}})"),
+      o);
   EXPECT_EQ(t.tree["execution"]["memory_strategy"], "transform_spill");
   EXPECT_EQ(fs::file_size(dir / "c.bin"), 48u);
   t = tet::run_query(
-      tet::parse_query_json(R"({"dataset":"temperature","selection":[{"start":1,"stop":3},{}],"transform":{"method":"l2"},"write":{"target":"sidecar","timestamp":false}})"), o);
+      tet::parse_query_json(
+          R"({"dataset":"temperature","selection":[{"start":1,"stop":3},{}],"transform":{"method":"l2"},"write":{"target":"sidecar","timestamp":false}})"),
+      o);
   EXPECT_EQ(t.tree["execution"]["memory_strategy"], "transform_sidecar");
   const auto side = tet::TetFile::open((dir / "labeled.l2.tet").string());
   const tet::Dataset* ds = side.find("temperature-l2");

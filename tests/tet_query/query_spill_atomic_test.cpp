@@ -78,8 +78,9 @@ TEST_P(SpillAtomicity, FailedQueryKeepsTheOldFileAndLeavesNoPartialOne) {
 
 INSTANTIATE_TEST_SUITE_P(
     Outputs, SpillAtomicity,
-    ::testing::Values(R"({"dataset":"a","spill":"out.bin"})",
-                      R"({"dataset":"a","transform":{"method":"center"},"write":{"target":"spill","path":"out.bin"}})"));
+    ::testing::Values(
+        R"({"dataset":"a","spill":"out.bin"})",
+        R"({"dataset":"a","transform":{"method":"center"},"write":{"target":"spill","path":"out.bin"}})"));
 
 }  // namespace
 }  // namespace tessera

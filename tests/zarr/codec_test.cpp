@@ -51,7 +51,9 @@ TEST(ZarrVlen, GoldenInnerChunkFramingBothWays) {
   ASSERT_EQ(refs.size(), 16u);
   const VlenChunk chunk(raw, refs);
   for (std::size_t i = 0; i < 16; ++i) {
-    const auto expected = i == 1 ? std::span<const std::byte>(cell1) : i == 3 ? std::span<const std::byte>(cell3) : std::span<const std::byte>();
+    const auto expected = i == 1   ? std::span<const std::byte>(cell1)
+                          : i == 3 ? std::span<const std::byte>(cell3)
+                                   : std::span<const std::byte>();
     EXPECT_EQ(hex(chunk[i]), hex(expected)) << "cell " << i;
   }
   EXPECT_FALSE(chunk.all_empty());
@@ -71,13 +73,32 @@ void expect_unframe_error(const std::vector<std::byte>& framed, std::uint64_t co
 
 TEST(ZarrVlen, EveryFramingRuleIsEnforced) {
   expect_unframe_error(from_hex("0100"), 1, "too short for the element count");
-  expect_unframe_error(from_hex("02000000" "00000000" "00000000"), 3, "element count 2 != the chunk's 3 elements");
-  expect_unframe_error(from_hex("02000000" "00000000"), 2, "2 elements need at least 8 bytes of lengths");
-  expect_unframe_error(from_hex("02000000" "07000000" "aabb" "00000000"), 2, "element 0: length 7 exceeds the 6 remaining bytes");
-  expect_unframe_error(from_hex("02000000" "01000000" "aa" "000000"), 2, "element 1: length field runs past the end");
-  expect_unframe_error(from_hex("01000000" "01000000" "aa" "bb"), 1, "1 bytes follow the last element");
+  expect_unframe_error(from_hex("02000000"
+                                "00000000"
+                                "00000000"),
+                       3, "element count 2 != the chunk's 3 elements");
+  expect_unframe_error(from_hex("02000000"
+                                "00000000"),
+                       2, "2 elements need at least 8 bytes of lengths");
+  expect_unframe_error(from_hex("02000000"
+                                "07000000"
+                                "aabb"
+                                "00000000"),
+                       2, "element 0: length 7 exceeds the 6 remaining bytes");
+  expect_unframe_error(from_hex("02000000"
+                                "01000000"
+                                "aa"
+                                "000000"),
+                       2, "element 1: length field runs past the end");
+  expect_unframe_error(from_hex("01000000"
+                                "01000000"
+                                "aa"
+                                "bb"),
+                       1, "1 bytes follow the last element");
   // A count of 2^32 - 1 with a few bytes is refused before anything is allocated.
-  expect_unframe_error(from_hex("ffffffff" "00000000"), 0xffffffffu, "need at least");
+  expect_unframe_error(from_hex("ffffffff"
+                                "00000000"),
+                       0xffffffffu, "need at least");
   EXPECT_EQ(unframe_vlen(from_hex("00000000"), 0, kChunk).size(), 0u);
 }
 
@@ -98,15 +119,20 @@ TEST(ZarrCrc32c, CheckValueAndChunkChecksums) {
     decode_dense_chunk(chain, type, stored, out, 1 << 20, kChunk);
     FAIL();
   } catch (const FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("g/a/c/0: inner chunk 1 crc32c: CRC-32C mismatch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("g/a/c/0: inner chunk 1 crc32c: CRC-32C mismatch"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(decode_dense_chunk(chain, type, from_hex("0102"), out, 1 << 20, kChunk), FormatError);
 }
 
 TEST(ZarrCodecChain, EveryChainRoundTripsDenseAndVlenChunks) {
   std::mt19937_64 rng(7);
-  const std::vector<std::vector<BytesToBytesCodec>> tails = {
-      {}, {ZstdCodec{3, false}}, {ZstdCodec{1, true}}, {Crc32cCodec{}}, {ZstdCodec{3, false}, Crc32cCodec{}}, {Crc32cCodec{}, ZstdCodec{9, false}}};
+  const std::vector<std::vector<BytesToBytesCodec>> tails = {{},
+                                                             {ZstdCodec{3, false}},
+                                                             {ZstdCodec{1, true}},
+                                                             {Crc32cCodec{}},
+                                                             {ZstdCodec{3, false}, Crc32cCodec{}},
+                                                             {Crc32cCodec{}, ZstdCodec{9, false}}};
   for (const auto& tail : tails) {
     for (const Endian endian : {Endian::Little, Endian::Big}) {
       const CodecChain chain{BytesCodec{endian}, tail};
@@ -194,7 +220,8 @@ TEST(ZarrCodecChain, VlenZstdIsCappedAndAcceptsStreamedAndConcatenatedFrames) {
   // Exactly at the cap is fine.
   EXPECT_NO_THROW(decode_vlen_chunk(chain, streamed, 1, framed.size(), kChunk));
   // A truncated stream is a FormatError.
-  EXPECT_THROW(decode_vlen_chunk(chain, std::span(streamed).first(streamed.size() - 3), 1, 1 << 20, kChunk), FormatError);
+  EXPECT_THROW(decode_vlen_chunk(chain, std::span(streamed).first(streamed.size() - 3), 1, 1 << 20, kChunk),
+               FormatError);
   // Without zstd the framed bytes are capped too.
   EXPECT_THROW(decode_vlen_chunk(CodecChain{VlenBytesCodec{}, {}}, framed, 1, 4096, kChunk), LimitError);
 }

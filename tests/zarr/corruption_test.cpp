@@ -73,7 +73,8 @@ constexpr std::size_t kSweepStride = 1;
 template <typename F>
 void sweep_bytes(const std::vector<std::byte>& original, std::size_t all_bits_limit, F&& variant) {
   for (std::size_t len = 0; len < original.size(); len += kSweepStride)
-    variant(std::vector<std::byte>(original.begin(), original.begin() + static_cast<std::ptrdiff_t>(len)), "truncated to " + std::to_string(len));
+    variant(std::vector<std::byte>(original.begin(), original.begin() + static_cast<std::ptrdiff_t>(len)),
+            "truncated to " + std::to_string(len));
   const bool every_bit = original.size() <= all_bits_limit;
   for (std::size_t i = 0; i < original.size(); i += kSweepStride) {
     for (int bit = 0; bit < 8; ++bit) {
@@ -103,7 +104,8 @@ TEST(ZarrCorruption, EveryArrayObjectTruncatedAndBitFlipped) {
     std::map<std::string, std::vector<std::byte>> files;
     const fs::path dir = fa.root / fa.path;
     for (const auto& e : fs::recursive_directory_iterator(dir))
-      if (e.is_regular_file()) files[fs::relative(e.path(), fa.root).generic_string()] = testing::read_file_bytes(e.path());
+      if (e.is_regular_file())
+        files[fs::relative(e.path(), fa.root).generic_string()] = testing::read_file_bytes(e.path());
     io::MemoryStore store;
     for (const auto& [k, v] : files) store.put(k, v);
     ASSERT_GT(fuzzing::exercise_zarr_array(store, fa.path), 0u) << fa.name();
@@ -112,7 +114,9 @@ TEST(ZarrCorruption, EveryArrayObjectTruncatedAndBitFlipped) {
       const std::string& key = entry.first;
       const std::vector<std::byte>& original = entry.second;
       const bool metadata = key.ends_with("zarr.json");
-      if (metadata && !swept_metadata.insert(std::string(reinterpret_cast<const char*>(original.data()), original.size())).second) continue;
+      if (metadata &&
+          !swept_metadata.insert(std::string(reinterpret_cast<const char*>(original.data()), original.size())).second)
+        continue;
       ++objects;
       sweep_bytes(original, metadata ? 0 : 256, [&](std::vector<std::byte> bytes, const std::string& how) {
         store.put(key, bytes);
@@ -159,17 +163,20 @@ TEST(ZarrCorruption, ShardObjectsUnderEveryFuzzTemplate) {
 
 TEST(ZarrCorruption, AbsurdGeometriesAreRefusedBeforeAllocating) {
   const auto base = [](const std::string& shape, const std::string& chunk, const std::string& inner) {
-    return R"({"shape":)" + shape + R"(,"data_type":"uint64","chunk_grid":{"name":"regular","configuration":{"chunk_shape":)" + chunk +
+    return R"({"shape":)" + shape +
+           R"(,"data_type":"uint64","chunk_grid":{"name":"regular","configuration":{"chunk_shape":)" + chunk +
            R"(}},"chunk_key_encoding":{"name":"default"},"fill_value":0,"codecs":[{"name":"sharding_indexed","configuration":)"
-           R"({"chunk_shape":)" + inner + R"(,"codecs":[{"name":"bytes","configuration":{"endian":"little"}}],"index_codecs":)"
+           R"({"chunk_shape":)" +
+           inner +
+           R"(,"codecs":[{"name":"bytes","configuration":{"endian":"little"}}],"index_codecs":)"
            R"([{"name":"bytes","configuration":{"endian":"little"}},{"name":"crc32c"}]}}],"zarr_format":3,"node_type":"array"})";
   };
   const std::vector<std::pair<std::string, std::string>> cases = {
       {base("[4611686018427387904]", "[4611686018427387904]", "[1]"), "LimitError"},  // 16·K overflows
       {base("[16]", "[1099511627776]", "[1]"), "LimitError"},                         // 16 TiB index
       {base("[4294967296,4294967296]", "[4294967296,4294967296]", "[4294967296,4294967296]"), "LimitError"},
-      {base("[16]", "[16]", "[1099511627776]"), "FormatError"},                       // inner does not divide
-      {base("[18446744073709551615]", "[1]", "[1]"), "read"},                         // huge, empty: nothing stored
+      {base("[16]", "[16]", "[1099511627776]"), "FormatError"},  // inner does not divide
+      {base("[18446744073709551615]", "[1]", "[1]"), "read"},    // huge, empty: nothing stored
   };
   for (const auto& [meta, expected] : cases) {
     SCOPED_TRACE(meta);

@@ -24,7 +24,9 @@ const fs::path kSpec = fs::path("tests/data/spec");
 const std::vector<std::string> kLeafFixtures = {"minimal", "kitchen_sink", "flux", "column", "temporal", "raster_toc"};
 
 fs::path leaf_root(const std::string& fixture) { return test::zagg_dir() / kSpec / fixture / "1/1/2/1/3/11213.zarr"; }
-fs::path column_root(const std::string& fixture) { return test::zagg_dir() / kSpec / fixture / "1/1/2/1/3/all.pyramid.zarr"; }
+fs::path column_root(const std::string& fixture) {
+  return test::zagg_dir() / kSpec / fixture / "1/1/2/1/3/all.pyramid.zarr";
+}
 fs::path strata_root() { return test::zagg_dir() / "moczarr/tests/data/strata_hive/4/3/3/1/4/43314.zarr"; }
 
 Json read_json(const fs::path& p) { return codec::json::parse_strict(testing::read_file_text(p), p.string()); }
@@ -35,7 +37,8 @@ std::map<fs::path, std::map<std::string, std::string>> recorded_hashes() {
   const auto add = [&](const fs::path& root, const Json& hashes) {
     for (const auto& [k, v] : hashes["arrays"].items()) out[root][k] = v.get<std::string>();
   };
-  for (const auto& f : kLeafFixtures) add(leaf_root(f), read_json(test::zagg_dir() / kSpec / (f + ".expected.json"))["content_hashes"]);
+  for (const auto& f : kLeafFixtures)
+    add(leaf_root(f), read_json(test::zagg_dir() / kSpec / (f + ".expected.json"))["content_hashes"]);
   add(strata_root(), read_json(test::zagg_dir() / "moczarr/tests/data/strata_hive.expected.json")["content_hashes"]);
   for (const auto& f : {"minimal", "kitchen_sink", "flux", "column", "temporal"}) {
     const fs::path stats = test::zagg_dir() / kSpec / f / "1/1/2/1/3/all.pyramid.stats.json";
@@ -70,7 +73,7 @@ TEST(ZarrFixtures, GoldenVectorHashLiterals) {
   const Json golden = read_json(test::zagg_dir() / "golden_vectors.json")["content_hash_recipe"];
   const auto root_of = [](const std::string& fixture) {
     return fixture == "column (all.pyramid.zarr artifact)" ? column_root("column")
-                                                            : leaf_root(fixture.substr(0, fixture.find(' ')));
+                                                           : leaf_root(fixture.substr(0, fixture.find(' ')));
   };
   for (const auto& [name, digest] : golden["frozen_arrays"].items()) {
     const auto colon = name.find(':');
@@ -120,12 +123,15 @@ TEST(ZarrFixtures, DenseValuesMatchTheExpectedFiles) {
   check_cells(strata_root(), read_json(test::zagg_dir() / "moczarr/tests/data/strata_hive.expected.json"));
 
   // Every cell word of the fixture shard; chunk 2 (cells 8-11) is absent and reads the fill 0.
-  const Json words = read_json(test::zagg_dir() / "golden_vectors.json")["morton_words"]["fixture_cell_words_minimal_index_to_word"];
+  const Json words =
+      read_json(test::zagg_dir() / "golden_vectors.json")["morton_words"]["fixture_cell_words_minimal_index_to_word"];
   const auto morton = values_of(leaf_root("minimal"), "6/morton");
   ASSERT_EQ(morton.size(), 16u);
-  for (std::size_t i = 0; i < 16; ++i) EXPECT_EQ(morton[i], i >= 8 && i < 12 ? "0" : words[std::to_string(i)].get<std::string>());
+  for (std::size_t i = 0; i < 16; ++i)
+    EXPECT_EQ(morton[i], i >= 8 && i < 12 ? "0" : words[std::to_string(i)].get<std::string>());
   const auto count = values_of(leaf_root("minimal"), "6/count");
-  EXPECT_EQ(count, (std::vector<std::string>{"40", "0", "1", "0", "0", "5", "0", "0", "0", "0", "0", "0", "0", "0", "0", "300"}));
+  EXPECT_EQ(count, (std::vector<std::string>{"40", "0", "1", "0", "0", "5", "0", "0", "0", "0", "0", "0", "0", "0", "0",
+                                             "300"}));
 
   // The unsharded 2-D raster leaf.
   const Json raster = read_json(test::zagg_dir() / kSpec / "raster_toc.expected.json");
@@ -249,9 +255,9 @@ TEST(ZarrFixtures, MissingShardObjectReadsFillAfterOneGet) {
 TEST(ZarrFixtures, UnshardedChunkReadsTakeOneGet) {
   for (const auto& [root, path, chunk] :
        std::vector<std::tuple<fs::path, std::string, Coords>>{{column_root("column"), "5/count", {0}},
-                                                               {column_root("column"), "5/h_tdigest", {0}},
-                                                               {leaf_root("raster_toc"), "6/red", {1, 2}},
-                                                               {leaf_root("raster_toc"), "6/morton", {3}}}) {
+                                                              {column_root("column"), "5/h_tdigest", {0}},
+                                                              {leaf_root("raster_toc"), "6/red", {1, 2}},
+                                                              {leaf_root("raster_toc"), "6/morton", {3}}}) {
     SCOPED_TRACE(path);
     io::DirectoryStore dir(root.string());
     io::CountingStore store(dir);

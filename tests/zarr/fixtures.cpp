@@ -44,7 +44,9 @@ std::vector<fs::path> all_fixture_objects() {
   return out;
 }
 
-std::span<const std::byte> as_bytes(std::string_view s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
+std::span<const std::byte> as_bytes(std::string_view s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
 
 std::string hex(std::span<const std::byte> bytes) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -116,7 +116,8 @@ TEST(ZarrMetadata, EveryFixedWidthTypeRoundTrips) {
     m.data_type = DataType::fixed(t);
     m.chunk_shape = {4, 3};
     m.fill_value = zero_fill(m.data_type);
-    m.codecs = CodecChain{BytesCodec{dtype_size(t) == 1 ? std::nullopt : std::optional(Endian::Big)}, {ZstdCodec{5, true}, Crc32cCodec{}}};
+    m.codecs = CodecChain{BytesCodec{dtype_size(t) == 1 ? std::nullopt : std::optional(Endian::Big)},
+                          {ZstdCodec{5, true}, Crc32cCodec{}}};
     SCOPED_TRACE(m.data_type.name);
     validate(m, "a/zarr.json");
     const std::string text = encode(m);
@@ -145,7 +146,7 @@ TEST(ZarrMetadata, FloatFillValuesAcceptEverySpelling) {
   EXPECT_EQ(fill_json("float16", "-Infinity"), "\"-Infinity\"");
   EXPECT_EQ(fill_json("float32", 0.5), "0.5");
   EXPECT_EQ(fill_json("float64", 6378137), "6378137.0");
-  EXPECT_EQ(fill_json("float16", "0x3c00"), "1.0");       // binary16 1.0
+  EXPECT_EQ(fill_json("float16", "0x3c00"), "1.0");  // binary16 1.0
   EXPECT_EQ(fill_json("float32", "0x3f800000"), "1.0");
   EXPECT_EQ(fill_json("float64", "0x7ff8000000000000"), "\"NaN\"");
   // A NaN with a payload keeps its bits through a round trip.
@@ -203,18 +204,22 @@ TEST(ZarrMetadata, NodeLevelRefusals) {
 
 TEST(ZarrMetadata, GroupsIgnoreConsolidatedMetadataAndApplyTheExtensionRule) {
   const GroupMeta g = decode_group(
-      as_bytes(R"({"attributes": {"n": 18446744073709551615}, "zarr_format": 3, "node_type": "group", "consolidated_metadata": null})"),
+      as_bytes(
+          R"({"attributes": {"n": 18446744073709551615}, "zarr_format": 3, "node_type": "group", "consolidated_metadata": null})"),
       "g/zarr.json");
   EXPECT_EQ(g.attributes["n"].get<std::uint64_t>(), 18446744073709551615ull);
-  EXPECT_NO_THROW(decode_group(as_bytes(R"({"zarr_format": 3, "node_type": "group", "x": {"must_understand": false}})"), "g"));
-  EXPECT_THROW(decode_group(as_bytes(R"({"zarr_format": 3, "node_type": "group", "x": {"must_understand": true}})"), "g"),
-               UnsupportedError);
+  EXPECT_NO_THROW(
+      decode_group(as_bytes(R"({"zarr_format": 3, "node_type": "group", "x": {"must_understand": false}})"), "g"));
+  EXPECT_THROW(
+      decode_group(as_bytes(R"({"zarr_format": 3, "node_type": "group", "x": {"must_understand": true}})"), "g"),
+      UnsupportedError);
   EXPECT_EQ(encode(GroupMeta{}), "{\n  \"attributes\": {},\n  \"zarr_format\": 3,\n  \"node_type\": \"group\"\n}");
 }
 
 TEST(ZarrMetadata, UnsupportedFeaturesAreRefusedWithUnsupportedError) {
   const std::string ragged2 = "zagg-ragged/2 array (typed vlen-ndarray data type); tessera reads zagg-ragged/1 only.";
-  expect_refused<UnsupportedError>([](Json& d) { d["data_type"] = "complex64"; }, {"data_type", "unsupported data type \"complex64\""});
+  expect_refused<UnsupportedError>([](Json& d) { d["data_type"] = "complex64"; },
+                                   {"data_type", "unsupported data type \"complex64\""});
   expect_refused<UnsupportedError>([](Json& d) { d["data_type"] = "string"; }, {"data_type", "\"string\""});
   expect_refused<UnsupportedError>([](Json& d) { d["data_type"] = "r16"; }, {"\"r16\""});
   expect_refused<UnsupportedError>([](Json& d) { d["data_type"] = {{"name", "numpy.datetime64"}}; }, {"objects"});
@@ -227,24 +232,44 @@ TEST(ZarrMetadata, UnsupportedFeaturesAreRefusedWithUnsupportedError) {
     EXPECT_EQ(std::string(e.what()).rfind("6/count: " + ragged2, 0), 0u) << e.what();
   }
   expect_refused<UnsupportedError>([](Json& d) { d["data_type"] = {{"name", "ndarray"}}; }, {ragged2});
+  expect_refused<UnsupportedError>([](Json& d) { inner_codecs(d) = Json::parse(R"([{"name": "vlen-ndarray"}])"); },
+                                   {ragged2});
   expect_refused<UnsupportedError>(
-      [](Json& d) { inner_codecs(d) = Json::parse(R"([{"name": "vlen-ndarray"}])"); }, {ragged2});
-  expect_refused<UnsupportedError>(
-      [](Json& d) { d["codecs"].insert(d["codecs"].begin(), Json::parse(R"({"name": "transpose", "configuration": {"order": [0]}})")); },
+      [](Json& d) {
+        d["codecs"].insert(d["codecs"].begin(),
+                           Json::parse(R"({"name": "transpose", "configuration": {"order": [0]}})"));
+      },
       {"codecs[0]", "\"transpose\" is not supported"});
-  expect_refused<UnsupportedError>([](Json& d) { inner_codecs(d).push_back({{"name", "gzip"}, {"configuration", {{"level", 1}}}}); },
-                                   {"codecs[0].configuration.codecs[1]", "\"gzip\""});
-  expect_refused<UnsupportedError>([](Json& d) { inner_codecs(d).push_back({{"name", "blosc"}}); }, {"unknown codec \"blosc\""});
-  expect_refused<UnsupportedError>([](Json& d) { d["chunk_grid"]["name"] = "rectilinear"; }, {"chunk_grid.name", "rectilinear"});
-  expect_refused<UnsupportedError>([](Json& d) { d["chunk_key_encoding"]["name"] = "hive"; }, {"chunk_key_encoding", "\"hive\""});
-  expect_refused<UnsupportedError>([](Json& d) { d["storage_transformers"].push_back({{"name", "x"}}); }, {"storage_transformers"});
+  expect_refused<UnsupportedError>(
+      [](Json& d) {
+        inner_codecs(d).push_back({{"name", "gzip"}, {"configuration", {{"level", 1}}}});
+      },
+      {"codecs[0].configuration.codecs[1]", "\"gzip\""});
+  expect_refused<UnsupportedError>(
+      [](Json& d) {
+        inner_codecs(d).push_back({{"name", "blosc"}});
+      },
+      {"unknown codec \"blosc\""});
+  expect_refused<UnsupportedError>([](Json& d) { d["chunk_grid"]["name"] = "rectilinear"; },
+                                   {"chunk_grid.name", "rectilinear"});
+  expect_refused<UnsupportedError>([](Json& d) { d["chunk_key_encoding"]["name"] = "hive"; },
+                                   {"chunk_key_encoding", "\"hive\""});
+  expect_refused<UnsupportedError>(
+      [](Json& d) {
+        d["storage_transformers"].push_back({{"name", "x"}});
+      },
+      {"storage_transformers"});
   expect_refused<UnsupportedError>([](Json& d) { d["extra"] = 1; }, {"extra", "must_understand"});
   expect_refused<UnsupportedError>([](Json& d) { d["extra"] = {{"must_understand", true}}; }, {"\"extra\""});
   expect_refused<UnsupportedError>([](Json& d) { inner_codecs(d)[0]["configuration"]["order"] = "C"; },
                                    {"unknown member \"order\""});
+  expect_refused<UnsupportedError>([](Json& d) { inner_codecs(d) = Json::array({d["codecs"][0]}); },
+                                   {"nested sharding_indexed"});
   expect_refused<UnsupportedError>(
-      [](Json& d) { inner_codecs(d) = Json::array({d["codecs"][0]}); }, {"nested sharding_indexed"});
-  expect_refused<UnsupportedError>([](Json& d) { d["codecs"].push_back({{"name", "crc32c"}}); }, {"codecs[1]", "after sharding_indexed"});
+      [](Json& d) {
+        d["codecs"].push_back({{"name", "crc32c"}});
+      },
+      {"codecs[1]", "after sharding_indexed"});
   expect_refused<UnsupportedError>(
       [](Json& d) {
         d["shape"] = Json::array();
@@ -258,34 +283,56 @@ TEST(ZarrMetadata, UnsupportedFeaturesAreRefusedWithUnsupportedError) {
 }
 
 TEST(ZarrMetadata, MalformedCodecListsAreFormatErrors) {
-  expect_refused<FormatError>([](Json& d) { inner_codecs(d).insert(inner_codecs(d).begin(), Json::object({{"name", "zstd"}})); },
-                              {"codecs[0].configuration.codecs[0]", "comes before the array->bytes codec"});
+  expect_refused<FormatError>(
+      [](Json& d) {
+        inner_codecs(d).insert(inner_codecs(d).begin(), Json::object({{"name", "zstd"}}));
+      },
+      {"codecs[0].configuration.codecs[0]", "comes before the array->bytes codec"});
   expect_refused<FormatError>([](Json& d) { inner_codecs(d) = Json::array(); }, {"needs one array->bytes codec"});
-  expect_refused<FormatError>([](Json& d) { inner_codecs(d).push_back(inner_codecs(d)[0]); }, {"\"bytes\" is a second one"});
-  expect_refused<FormatError>([](Json& d) { inner_codecs(d)[0] = {{"name", "vlen-bytes"}, {"configuration", Json::object()}}; },
-                              {"vlen-bytes cannot encode the fixed-width type int32"});
+  expect_refused<FormatError>([](Json& d) { inner_codecs(d).push_back(inner_codecs(d)[0]); },
+                              {"\"bytes\" is a second one"});
+  expect_refused<FormatError>(
+      [](Json& d) {
+        inner_codecs(d)[0] = {{"name", "vlen-bytes"}, {"configuration", Json::object()}};
+      },
+      {"vlen-bytes cannot encode the fixed-width type int32"});
   expect_refused<FormatError>(
       [](Json& d) {
         d["data_type"] = "variable_length_bytes";
         d["fill_value"] = "";
       },
       {"the bytes codec cannot encode the variable-length type"});
-  expect_refused<FormatError>([](Json& d) { inner_codecs(d)[0].erase("configuration"); }, {"must name its endian", "int32"});
+  expect_refused<FormatError>([](Json& d) { inner_codecs(d)[0].erase("configuration"); },
+                              {"must name its endian", "int32"});
   expect_refused<FormatError>([](Json& d) { inner_codecs(d)[0]["configuration"]["endian"] = "middle"; }, {"endian"});
   expect_refused<FormatError>([](Json& d) { d["codecs"][0]["configuration"]["chunk_shape"] = {5}; },
                               {"codecs[0].configuration.chunk_shape", "does not divide"});
-  expect_refused<FormatError>([](Json& d) { d["codecs"][0]["configuration"]["chunk_shape"] = {2, 2}; },
-                              {"2 entries for a rank-1 array"});
-  expect_refused<FormatError>([](Json& d) { d["codecs"][0]["configuration"]["index_codecs"][1] = {{"name", "zstd"}}; },
-                              {"index_codecs", "only [bytes] or [bytes, crc32c]"});
-  expect_refused<FormatError>([](Json& d) { d["codecs"][0]["configuration"]["index_codecs"] = Json::array(); }, {"index_codecs"});
-  expect_refused<FormatError>([](Json& d) { d["codecs"][0]["configuration"]["index_location"] = "middle"; }, {"index_location"});
-  expect_refused<FormatError>([](Json& d) { d["chunk_grid"]["configuration"]["chunk_shape"] = {0}; }, {"positive integers"});
-  expect_refused<FormatError>([](Json& d) { d["chunk_grid"]["configuration"]["chunk_shape"] = {4, 4}; }, {"2 entries for a rank-1"});
+  expect_refused<FormatError>(
+      [](Json& d) {
+        d["codecs"][0]["configuration"]["chunk_shape"] = {2, 2};
+      },
+      {"2 entries for a rank-1 array"});
+  expect_refused<FormatError>(
+      [](Json& d) {
+        d["codecs"][0]["configuration"]["index_codecs"][1] = {{"name", "zstd"}};
+      },
+      {"index_codecs", "only [bytes] or [bytes, crc32c]"});
+  expect_refused<FormatError>([](Json& d) { d["codecs"][0]["configuration"]["index_codecs"] = Json::array(); },
+                              {"index_codecs"});
+  expect_refused<FormatError>([](Json& d) { d["codecs"][0]["configuration"]["index_location"] = "middle"; },
+                              {"index_location"});
+  expect_refused<FormatError>([](Json& d) { d["chunk_grid"]["configuration"]["chunk_shape"] = {0}; },
+                              {"positive integers"});
+  expect_refused<FormatError>(
+      [](Json& d) {
+        d["chunk_grid"]["configuration"]["chunk_shape"] = {4, 4};
+      },
+      {"2 entries for a rank-1"});
   expect_refused<FormatError>([](Json& d) { d["shape"] = {-1}; }, {"shape", "non-negative integers"});
   expect_refused<FormatError>([](Json& d) { d["dimension_names"] = {"a", "b"}; }, {"dimension_names", "2 entries"});
   expect_refused<FormatError>([](Json& d) { d["dimension_names"] = {1}; }, {"dimension_names"});
-  expect_refused<FormatError>([](Json& d) { d["chunk_key_encoding"]["configuration"]["separator"] = "-"; }, {"separator"});
+  expect_refused<FormatError>([](Json& d) { d["chunk_key_encoding"]["configuration"]["separator"] = "-"; },
+                              {"separator"});
   expect_refused<FormatError>([](Json& d) { d.erase("fill_value"); }, {"missing required member \"fill_value\""});
   expect_refused<FormatError>([](Json& d) { d["attributes"] = Json::array(); }, {"attributes", "must be an object"});
   expect_refused<FormatError>([](Json& d) { d["codecs"] = Json::object(); }, {"codecs", "must be an array"});

@@ -28,7 +28,8 @@ ShardIndex decode_tail(const std::vector<std::byte>& object, std::uint64_t k, co
 }
 
 TEST(ZarrShardIndex, ObservedIndexTablesOfTheConformanceShards) {
-  const auto golden = codec::json::parse_strict(testing::read_file_text(test::zagg_dir() / "golden_vectors.json"))["shard_index"];
+  const auto golden =
+      codec::json::parse_strict(testing::read_file_text(test::zagg_dir() / "golden_vectors.json"))["shard_index"];
   EXPECT_EQ(golden["absent_sentinel"], "18446744073709551615");
   EXPECT_TRUE(ShardIndexEntry::absent().is_absent());
   EXPECT_EQ(ShardIndexEntry::absent().offset, std::stoull(golden["absent_sentinel"].get<std::string>()));
@@ -63,10 +64,12 @@ TEST(ZarrShardIndex, ObservedIndexTablesOfTheConformanceShards) {
 }
 
 TEST(ZarrShardIndex, WorkedExampleCrcOfTheTdigestShard) {
-  const auto object = testing::read_file_bytes(test::zagg_dir() / "tests/data/spec/minimal/1/1/2/1/3/11213.zarr/6/h_tdigest/c/0");
+  const auto object =
+      testing::read_file_bytes(test::zagg_dir() / "tests/data/spec/minimal/1/1/2/1/3/11213.zarr/6/h_tdigest/c/0");
   EXPECT_EQ(hex(std::span(object).last(4)), "f1ba7cbc");
   EXPECT_EQ(codec::crc32c(std::span(object).last(68).first(64)), 0xbc7cbaf1u);
-  const auto count = testing::read_file_bytes(test::zagg_dir() / "tests/data/spec/minimal/1/1/2/1/3/11213.zarr/6/count/c/0");
+  const auto count =
+      testing::read_file_bytes(test::zagg_dir() / "tests/data/spec/minimal/1/1/2/1/3/11213.zarr/6/count/c/0");
   EXPECT_EQ(hex(std::span(count).last(4)), "fb08f406");
 }
 
@@ -84,9 +87,12 @@ TEST(ZarrShardIndex, IndexLevelRules) {
   // CRC mismatch.
   auto bad = object;
   bad[6] ^= std::byte{0x10};
-  EXPECT_NE(error_of([&] { decode_tail(bad, 2); }).find("c/0: shard index: CRC-32C mismatch: stored "), std::string::npos);
+  EXPECT_NE(error_of([&] { decode_tail(bad, 2); }).find("c/0: shard index: CRC-32C mismatch: stored "),
+            std::string::npos);
   // Index bytes of the wrong length (a store that answered short).
-  EXPECT_NE(error_of([&] { ShardIndex::decode(std::span(object).first(10), 2, kZagg, object.size(), "k"); }).find("read 10 index bytes"),
+  EXPECT_NE(error_of([&] {
+              ShardIndex::decode(std::span(object).first(10), 2, kZagg, object.size(), "k");
+            }).find("read 10 index bytes"),
             std::string::npos);
 }
 
@@ -99,8 +105,10 @@ TEST(ZarrShardIndex, EntryRulesNameTheEntry) {
   const ShardIndex idx = decode_tail(object, 3, kZagg, "g/a/c/0");  // decoding does not check entries
   EXPECT_EQ(error_of([&] { idx.chunk_range(0); }),
             "g/a/c/0: shard index entry 0: only one of offset and nbytes is the absent sentinel 2^64-1");
-  EXPECT_EQ(error_of([&] { idx.chunk_range(1); }), "g/a/c/0: shard index entry 1: nbytes is 0 (a present inner chunk has at least one byte)");
-  EXPECT_EQ(error_of([&] { idx.chunk_range(2); }), "g/a/c/0: shard index entry 2: range [40, +9) lies outside the data region [0, 48)");
+  EXPECT_EQ(error_of([&] { idx.chunk_range(1); }),
+            "g/a/c/0: shard index entry 1: nbytes is 0 (a present inner chunk has at least one byte)");
+  EXPECT_EQ(error_of([&] { idx.chunk_range(2); }),
+            "g/a/c/0: shard index entry 2: range [40, +9) lies outside the data region [0, 48)");
   // Overflowing ranges are outside too.
   const std::vector<ShardIndexEntry> wrap{{kAbsent - 1, 8}};
   auto o2 = std::vector<std::byte>(8);
@@ -125,7 +133,8 @@ TEST(ZarrShardIndex, IndexAtTheStartBigEndianWithoutCrc) {
   const std::vector<ShardIndexEntry> into_index{{0, 4}, {35, 1}};
   auto o2 = encode_shard_index(into_index, spec.index_codecs);
   o2.resize(36);
-  EXPECT_NE(error_of([&] { decode_tail(o2, 2, spec).chunk_range(0); }).find("entry 0: range [0, +4)"), std::string::npos);
+  EXPECT_NE(error_of([&] { decode_tail(o2, 2, spec).chunk_range(0); }).find("entry 0: range [0, +4)"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -13,11 +13,14 @@ namespace {
 
 using zarr::test::as_bytes;
 
-std::string text(const std::vector<std::byte>& v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size()); }
+std::string text(const std::vector<std::byte>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size());
+}
 
 TEST(StoreKeys, ValidKeys) {
   for (const char* ok : {"a", "zarr.json", "6/h_tdigest/c/0", "a.b/c..d/.e"}) EXPECT_TRUE(is_valid_key(ok)) << ok;
-  for (const char* bad : {"", "/a", "a/", "a//b", ".", "..", "a/./b", "a/../b", "a\\b"}) EXPECT_FALSE(is_valid_key(bad)) << bad;
+  for (const char* bad : {"", "/a", "a/", "a//b", ".", "..", "a/./b", "a/../b", "a\\b"})
+    EXPECT_FALSE(is_valid_key(bad)) << bad;
   EXPECT_FALSE(is_valid_key(std::string_view("a\0b", 3)));
   EXPECT_EQ(join_key("", "zarr.json"), "zarr.json");
   EXPECT_EQ(join_key("6/count", "zarr.json"), "6/count/zarr.json");
@@ -33,8 +36,8 @@ void exercise(Store& store) {
   auto r = store.get_range("g/a/c/0", 2, 3);
   EXPECT_EQ(text(r->bytes), "234");
   EXPECT_EQ(r->object_size, 10u);
-  EXPECT_EQ(text(store.get_range("g/a/c/0", 8, 100)->bytes), "89");     // clipped
-  EXPECT_EQ(store.get_range("g/a/c/0", 50, 5)->bytes.size(), 0u);       // past the end
+  EXPECT_EQ(text(store.get_range("g/a/c/0", 8, 100)->bytes), "89");  // clipped
+  EXPECT_EQ(store.get_range("g/a/c/0", 50, 5)->bytes.size(), 0u);    // past the end
   EXPECT_EQ(text(store.get_range("g/a/c/0", 1, ~0ull)->bytes), "123456789");
   EXPECT_EQ(text(store.get_suffix("g/a/c/0", 4)->bytes), "6789");
   EXPECT_EQ(text(store.get_suffix("g/a/c/0", 40)->bytes), "0123456789");  // longer than the object

@@ -28,10 +28,11 @@ constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 // [vlen-bytes, zstd], whose only chunk object is `chunk`.
 void put_array(io::MemoryStore& store, std::uint64_t elements, const std::vector<std::byte>& chunk) {
   const std::string n = std::to_string(elements);
-  const std::string meta = R"({"zarr_format":3,"node_type":"array","shape":[)" + n +
-                           R"(],"data_type":"variable_length_bytes","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[)" + n +
-                           R"(]}},"chunk_key_encoding":{"name":"default"},"fill_value":"",)"
-                           R"("codecs":[{"name":"vlen-bytes"},{"name":"zstd","configuration":{"level":3,"checksum":false}}]})";
+  const std::string meta =
+      R"({"zarr_format":3,"node_type":"array","shape":[)" + n +
+      R"(],"data_type":"variable_length_bytes","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[)" + n +
+      R"(]}},"chunk_key_encoding":{"name":"default"},"fill_value":"",)"
+      R"("codecs":[{"name":"vlen-bytes"},{"name":"zstd","configuration":{"level":3,"checksum":false}}]})";
   store.put("a/zarr.json", std::as_bytes(std::span(meta)));
   store.put("a/c/0", chunk);
 }

@@ -34,7 +34,8 @@ std::vector<T> object_elements(const Array& array, const std::vector<T>& all, co
   for (std::uint64_t i = 0; i < n; ++i) {
     std::uint64_t rest = i, flat = 0;
     bool inside = true;
-    for (std::size_t d = array.rank(); d-- > 0;) idx[d] = rest % array.object_shape()[d], rest /= array.object_shape()[d];
+    for (std::size_t d = array.rank(); d-- > 0;)
+      idx[d] = rest % array.object_shape()[d], rest /= array.object_shape()[d];
     for (std::size_t d = 0; d < array.rank(); ++d) {
       const std::uint64_t g = span[d].begin + idx[d];
       inside = inside && g < span[d].end;
@@ -75,7 +76,8 @@ std::vector<std::vector<std::byte>> vlen_elements(const Array& array) {
         std::uint64_t rest = i, flat = 0;
         bool inside = true;
         Coords local(array.rank());
-        for (std::size_t d = array.rank(); d-- > 0;) local[d] = rest % array.read_chunk_shape()[d], rest /= array.read_chunk_shape()[d];
+        for (std::size_t d = array.rank(); d-- > 0;)
+          local[d] = rest % array.read_chunk_shape()[d], rest /= array.read_chunk_shape()[d];
         for (std::size_t d = 0; d < array.rank(); ++d) {
           const std::uint64_t g = span[d].begin + local[d];
           inside = inside && g < span[d].end;
@@ -118,7 +120,8 @@ TEST(ZarrWriter, FixtureArraysRewriteIdentically) {
       const std::string key = original.object_key(object);
       if (original.sharded()) {
         const auto a = original.read_shard_index(object), b = rewritten.read_shard_index(object);
-        for (std::uint64_t i = 0; i < a->size(); ++i) EXPECT_EQ(a->entry(i).is_absent(), b->entry(i).is_absent()) << key << " " << i;
+        for (std::uint64_t i = 0; i < a->size(); ++i)
+          EXPECT_EQ(a->entry(i).is_absent(), b->entry(i).is_absent()) << key << " " << i;
       }
       if (!has_zstd(original.meta().codecs)) {
         EXPECT_EQ(out.get(key), source.get(key)) << key;
@@ -161,7 +164,14 @@ TEST(ZarrWriter, RandomGeometriesReadBackWholeAndByBoxes) {
       {DType::I32, {10, 7}, {4, 6}, Coords{2, 3}, IndexLocation::End, Endian::Little, true, {}},
       {DType::F64, {9, 9}, {6, 6}, Coords{3, 2}, IndexLocation::Start, Endian::Big, false, {ZstdCodec{3, true}}},
       {DType::U16, {17}, {8}, Coords{2}, IndexLocation::Start, Endian::Little, true, {Crc32cCodec{}}},
-      {DType::F16, {5, 3, 4}, {2, 3, 4}, Coords{1, 3, 2}, IndexLocation::End, Endian::Big, true, {ZstdCodec{1, false}, Crc32cCodec{}}},
+      {DType::F16,
+       {5, 3, 4},
+       {2, 3, 4},
+       Coords{1, 3, 2},
+       IndexLocation::End,
+       Endian::Big,
+       true,
+       {ZstdCodec{1, false}, Crc32cCodec{}}},
       {DType::U8, {13, 5}, {4, 4}, std::nullopt, IndexLocation::End, Endian::Little, false, {ZstdCodec{3, false}}},
       {DType::Bool, {20}, {6}, std::nullopt, IndexLocation::End, Endian::Little, false, {}},
       {DType::I64, {6, 6}, {3, 4}, std::nullopt, IndexLocation::End, Endian::Big, false, {Crc32cCodec{}}},
@@ -188,7 +198,8 @@ TEST(ZarrWriter, RandomGeometriesReadBackWholeAndByBoxes) {
     for (std::size_t i = 0; i < all.size(); i += item)
       if (rng() % 3 == 0) all[i] = static_cast<std::byte>(g.dtype == DType::Bool ? 1 : 1 + rng() % 200);
       else if (g.dtype == DType::I32) all[i] = std::byte{7};
-    for (const Coords& object : all_objects(array)) writer.write_dense_object(object, object_elements(array, all, object, item));
+    for (const Coords& object : all_objects(array))
+      writer.write_dense_object(object, object_elements(array, all, object, item));
 
     io::CountingStore store(mem);
     const Array reader = Array::open(store, "grp/arr");

@@ -33,7 +33,7 @@ class ConcatCsrSource final : public CsrBlockSource {
   std::vector<std::unique_ptr<CsrBlockSource>> parts_;
   std::vector<std::uint64_t> first_cell_;  // global index of each part's first cell, then n_cells
   std::uint64_t n_genes_ = 0;
-  std::size_t current_ = SIZE_MAX;         // the part read last
+  std::size_t current_ = SIZE_MAX;  // the part read last
   CsrBlock piece_;
 };
 

@@ -64,13 +64,13 @@ struct CanonicalTile {
 
 struct CanonicalizeOptions {
   std::uint64_t n_genes = 0;
-  std::uint32_t max_value = 0;          // the version's maximum count
+  std::uint32_t max_value = 0;  // the version's maximum count
   // stored_of_source[s] = stored column of source column s (the inverse of the gene order);
   // empty = identity.
   std::span<const std::uint32_t> stored_of_source;
-  std::string tile_name = "tile";       // named in errors
-  std::uint64_t first_cell = 0;         // global index of the block's first row (for messages)
-  std::uint32_t version = 2;            // for the "write version 2" hint
+  std::string tile_name = "tile";  // named in errors
+  std::uint64_t first_cell = 0;    // global index of the block's first row (for messages)
+  std::uint32_t version = 2;       // for the "write version 2" hint
   // Names the input a cell comes from in messages (given the global cell index); may be empty.
   std::function<std::string(std::uint64_t)> locate{};
 };

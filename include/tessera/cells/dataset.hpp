@@ -39,10 +39,10 @@ enum class Values { Int32, Float32 };
 
 // A CSR batch of cells: row i is the i-th requested cell.
 struct SparseBatch {
-  std::vector<std::int64_t> indptr{0};       // n + 1 entries
-  std::vector<std::int32_t> indices;         // stored column numbers
-  std::vector<std::int32_t> values_int32;    // filled when values == Int32
-  std::vector<float> values_float32;         // filled when values == Float32
+  std::vector<std::int64_t> indptr{0};     // n + 1 entries
+  std::vector<std::int32_t> indices;       // stored column numbers
+  std::vector<std::int32_t> values_int32;  // filled when values == Int32
+  std::vector<float> values_float32;       // filled when values == Float32
   Values values = Values::Float32;
   std::uint64_t n_genes = 0;
   std::uint64_t n_rows() const noexcept { return indptr.size() - 1; }

@@ -27,11 +27,11 @@
 namespace tessera::cells {
 
 struct TileWritten {
-  std::uint64_t index = 0;    // tile number, from 0
+  std::uint64_t index = 0;  // tile number, from 0
   std::uint64_t n_tiles = 0;
   std::uint64_t n_cells = 0;
   std::uint64_t nnz = 0;
-  std::uint64_t bytes = 0;    // size of the tile object
+  std::uint64_t bytes = 0;  // size of the tile object
 };
 
 struct DatasetWriteOptions {
@@ -39,9 +39,9 @@ struct DatasetWriteOptions {
   std::uint64_t tile_size = 10000;
   std::uint32_t n_chunks = 8;
   int level = 19;
-  unsigned workers = 0;            // tiles encoded concurrently (0 = hardware threads)
-  unsigned threads = 1;            // compression threads per tile (0 = all available)
-  std::size_t max_in_flight = 0;   // tiles read but not yet committed (0 = 4 × workers)
+  unsigned workers = 0;           // tiles encoded concurrently (0 = hardware threads)
+  unsigned threads = 1;           // compression threads per tile (0 = all available)
+  std::size_t max_in_flight = 0;  // tiles read but not yet committed (0 = 4 × workers)
   // Stored column j is source column gene_order[j]; empty = source order (no gene_order.npy).
   std::vector<std::int32_t> gene_order{};
   // One name per stored column; empty = no var_names.txt.

@@ -89,7 +89,7 @@ class EpochIterator {
   std::size_t next_tile_ = 0;
   std::vector<std::int64_t> buffer_;  // shuffled cells not yet yielded
   std::size_t buffer_pos_ = 0;
-  std::size_t newest_start_ = 0;      // where the cells of the last tile added to buffer_ begin
+  std::size_t newest_start_ = 0;  // where the cells of the last tile added to buffer_ begin
   std::uint64_t yielded_ = 0;
   std::uint64_t limit_ = 0;
   std::optional<EpochGenerator> cell_rng_;

@@ -22,8 +22,8 @@ struct Manifest {
   std::vector<std::uint64_t> tile_cells;
   std::vector<std::uint64_t> tile_nnz;
   std::vector<std::uint64_t> tile_bytes;
-  std::uint64_t n_chunks = 8;   // requested per tile (informational)
-  std::int64_t zstd_level = 19; // informational
+  std::uint64_t n_chunks = 8;    // requested per tile (informational)
+  std::int64_t zstd_level = 19;  // informational
   bool has_gene_order = false;
   bool has_var_names = false;
   codec::json::Json metadata = codec::json::Json::object();

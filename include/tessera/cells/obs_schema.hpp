@@ -26,7 +26,7 @@ struct ObsColumnSchema {
   std::string name;
   ObsKind kind = ObsKind::String;
   columnar::ColumnType type = columnar::ColumnType::String;  // the stored `arrow_type`
-  std::vector<std::string> categories;                        // kind category only
+  std::vector<std::string> categories;                       // kind category only
 };
 
 struct ObsSchema {

@@ -39,8 +39,8 @@ struct InputObsTable {
 };
 
 struct ObsBuildOptions {
-  std::vector<std::string> exclude;          // columns left out (`--obs-exclude`)
-  std::uint64_t max_categories = 20000;     // larger vocabularies become `string` columns
+  std::vector<std::string> exclude;      // columns left out (`--obs-exclude`)
+  std::uint64_t max_categories = 20000;  // larger vocabularies become `string` columns
 };
 
 // §6.4. FormatError when tables disagree on the set of columns or on a column's kind (naming the

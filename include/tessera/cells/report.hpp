@@ -21,8 +21,8 @@ std::string python_list_repr(const std::vector<std::string>& items);
 std::string format_fixed(double v, int decimals);
 
 struct InfoOptions {
-  std::string display_path;               // shown after `local:` (absolute, normalized)
-  std::optional<std::string> cache_dir;   // obs cache root override
+  std::string display_path;              // shown after `local:` (absolute, normalized)
+  std::optional<std::string> cache_dir;  // obs cache root override
 };
 // The lines of §9.2, each ending in `\n`. Reads obs/schema.json when the dataset has obs.
 std::string render_info(Dataset& dataset, const InfoOptions& options);
@@ -31,7 +31,7 @@ std::string render_info(Dataset& dataset, const InfoOptions& options);
 std::string render_info_json(Dataset& dataset, const InfoOptions& options);
 
 struct VerifyOptions {
-  unsigned threads = 1;  // decode threads per tile (0 counts as 1)
+  unsigned threads = 1;                              // decode threads per tile (0 counts as 1)
   std::function<void(const std::string&)> progress;  // stdout lines
   std::function<void(const std::string&)> warning;   // stderr lines, without "warning: "
 };

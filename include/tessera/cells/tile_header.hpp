@@ -17,8 +17,8 @@ inline constexpr std::uint32_t kVersion2 = 2;
 // Gene and count ranges per version (§0 table).
 inline constexpr std::uint64_t kMaxGenesV1 = 65536;
 inline constexpr std::uint64_t kMaxGenesV2 = std::uint64_t{1} << 31;
-inline constexpr std::uint32_t kMaxStoredU16 = 65535;        // largest value a u16 stream holds
-inline constexpr std::uint32_t kMaxCountV2 = 2147483647;     // 2^31 - 1
+inline constexpr std::uint32_t kMaxStoredU16 = 65535;     // largest value a u16 stream holds
+inline constexpr std::uint32_t kMaxCountV2 = 2147483647;  // 2^31 - 1
 
 inline constexpr bool is_known_version(std::uint32_t v) noexcept { return v == kVersion1 || v == kVersion2; }
 inline constexpr std::uint64_t max_genes(std::uint32_t version) noexcept {
@@ -31,7 +31,7 @@ inline constexpr std::uint32_t max_count(std::uint32_t version) noexcept {
 struct TileHeader {
   static constexpr std::size_t kSize = 64;
 
-  bool magic_ok = true;          // bytes 0..7 equal "DELTACEL" (only meaningful after decode)
+  bool magic_ok = true;  // bytes 0..7 equal "DELTACEL" (only meaningful after decode)
   std::uint32_t version = kVersion2;
   std::uint32_t flags = 0;       // no flags are defined: must be 0
   std::uint64_t n_cells = 0;     // cells (rows) in the tile

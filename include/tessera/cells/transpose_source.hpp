@@ -36,7 +36,7 @@ class GeneMajorEntries {
   virtual const std::string& name() const = 0;  // the input named in errors
   virtual std::uint64_t n_cells() const = 0;
   virtual std::uint64_t n_genes() const = 0;
-  virtual bool real_values() const = 0;         // values are doubles (else integers)
+  virtual bool real_values() const = 0;  // values are doubles (else integers)
   // One pass over every entry, in file order, delivered in blocks. Throws FormatError (naming
   // the file and structure) for malformed input, IoError for read failures.
   virtual void scan(bool with_values, const std::function<void(const EntryBlock&)>& sink) = 0;

@@ -29,9 +29,9 @@ using Json = nlohmann::ordered_json;
 enum class FloatStyle : std::uint8_t { Tet, Python };
 
 struct DumpOptions {
-  int indent = -1;          // -1: compact; N >= 0: pretty with N spaces per level
-  bool sort_keys = false;   // sort object members by key (byte order == code point order) when
-                            // embedding Json trees; streamed members keep the caller's order
+  int indent = -1;         // -1: compact; N >= 0: pretty with N spaces per level
+  bool sort_keys = false;  // sort object members by key (byte order == code point order) when
+                           // embedding Json trees; streamed members keep the caller's order
   FloatStyle float_style = FloatStyle::Tet;
   bool ascii_only = false;  // escape every non-ASCII code point (and DEL) as \uXXXX, as Python's
                             // default ensure_ascii=True does
@@ -79,9 +79,8 @@ class JsonWriter {
   JsonWriter& value(std::uint64_t v);
   // Every other integer type, so `value(3)` or `value(std::uint32_t{})` is not ambiguous.
   template <std::integral T>
-    requires(!std::same_as<T, bool> && !std::same_as<T, char> && !std::same_as<T, std::int64_t> &&
-             !std::same_as<T, std::uint64_t>)
-  JsonWriter& value(T v) {
+  requires(!std::same_as<T, bool> && !std::same_as<T, char> && !std::same_as<T, std::int64_t> &&
+           !std::same_as<T, std::uint64_t>) JsonWriter& value(T v) {
     if constexpr (std::is_signed_v<T>) return value(static_cast<std::int64_t>(v));
     else return value(static_cast<std::uint64_t>(v));
   }

@@ -49,7 +49,8 @@ std::optional<std::int64_t> as_int64(const J& v) noexcept {
 template <JsonTree J>
 std::optional<std::uint64_t> as_uint64(const J& v) noexcept {
   if (v.is_number_unsigned()) return v.template get<std::uint64_t>();
-  if (v.is_number_integer() && v.template get<std::int64_t>() >= 0) return static_cast<std::uint64_t>(v.template get<std::int64_t>());
+  if (v.is_number_integer() && v.template get<std::int64_t>() >= 0)
+    return static_cast<std::uint64_t>(v.template get<std::int64_t>());
   return std::nullopt;
 }
 

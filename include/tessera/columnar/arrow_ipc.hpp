@@ -74,7 +74,9 @@ class ArrowFile {
   const std::vector<ArrowField>& fields() const noexcept { return fields_; }
   std::size_t num_batches() const noexcept { return batches_.size(); }
   std::uint64_t batch_length(std::size_t batch) const { return batches_.at(batch).length; }
-  const ArrowArrayView& column(std::size_t batch, std::size_t field) const { return batches_.at(batch).columns.at(field); }
+  const ArrowArrayView& column(std::size_t batch, std::size_t field) const {
+    return batches_.at(batch).columns.at(field);
+  }
 
  private:
   struct Batch {

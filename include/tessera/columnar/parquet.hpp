@@ -35,12 +35,37 @@
 namespace tessera::columnar {
 
 // Parquet's enumerations, with the values of parquet.thrift.
-enum class PhysicalType : int { Boolean = 0, Int32 = 1, Int64 = 2, Int96 = 3, Float = 4, Double = 5, ByteArray = 6,
-                                FixedLenByteArray = 7 };
-enum class Compression : int { Uncompressed = 0, Snappy = 1, Gzip = 2, Lzo = 3, Brotli = 4, Lz4 = 5, Zstd = 6,
-                               Lz4Raw = 7 };
-enum class Encoding : int { Plain = 0, PlainDictionary = 2, Rle = 3, BitPacked = 4, DeltaBinaryPacked = 5,
-                            DeltaLengthByteArray = 6, DeltaByteArray = 7, RleDictionary = 8, ByteStreamSplit = 9 };
+enum class PhysicalType : int {
+  Boolean = 0,
+  Int32 = 1,
+  Int64 = 2,
+  Int96 = 3,
+  Float = 4,
+  Double = 5,
+  ByteArray = 6,
+  FixedLenByteArray = 7
+};
+enum class Compression : int {
+  Uncompressed = 0,
+  Snappy = 1,
+  Gzip = 2,
+  Lzo = 3,
+  Brotli = 4,
+  Lz4 = 5,
+  Zstd = 6,
+  Lz4Raw = 7
+};
+enum class Encoding : int {
+  Plain = 0,
+  PlainDictionary = 2,
+  Rle = 3,
+  BitPacked = 4,
+  DeltaBinaryPacked = 5,
+  DeltaLengthByteArray = 6,
+  DeltaByteArray = 7,
+  RleDictionary = 8,
+  ByteStreamSplit = 9
+};
 
 std::string compression_name(int codec);
 std::string encoding_name(int encoding);
@@ -50,20 +75,20 @@ using KeyValue = std::pair<std::string, std::optional<std::string>>;
 // One leaf of the flat schema.
 struct ParquetColumn {
   std::string name;
-  int physical_type = 0;                 // PhysicalType value as stored
-  std::optional<int> converted_type;     // ConvertedType value as stored (UTF8 = 0, UINT_8 = 11, …)
-  std::optional<int> integer_bits;       // logical type INTEGER(bits, signed)
+  int physical_type = 0;              // PhysicalType value as stored
+  std::optional<int> converted_type;  // ConvertedType value as stored (UTF8 = 0, UINT_8 = 11, …)
+  std::optional<int> integer_bits;    // logical type INTEGER(bits, signed)
   std::optional<bool> integer_signed;
-  bool string_annotation = false;        // logical STRING or converted UTF8
-  bool optional = true;                  // OPTIONAL (max definition level 1) or REQUIRED
-  ColumnType type = ColumnType::Int32;   // what read_column returns
-  std::string unsupported;               // non-empty: why this column cannot be read
+  bool string_annotation = false;       // logical STRING or converted UTF8
+  bool optional = true;                 // OPTIONAL (max definition level 1) or REQUIRED
+  ColumnType type = ColumnType::Int32;  // what read_column returns
+  std::string unsupported;              // non-empty: why this column cannot be read
 };
 
 struct ColumnChunkInfo {
-  std::uint64_t offset = 0;          // dictionary page offset if present, else first data page
-  std::uint64_t size = 0;            // total_compressed_size
-  int codec = 0;                     // Compression value as stored
+  std::uint64_t offset = 0;  // dictionary page offset if present, else first data page
+  std::uint64_t size = 0;    // total_compressed_size
+  int codec = 0;             // Compression value as stored
   std::vector<int> encodings;
   std::int64_t num_values = 0;
 };
@@ -76,8 +101,8 @@ struct RowGroupInfo {
 struct ReadLimits {
   std::uint64_t max_footer_bytes = std::uint64_t{64} << 20;
   std::uint64_t max_rows_per_row_group = std::uint64_t{1} << 28;
-  std::uint64_t max_page_bytes = std::uint64_t{256} << 20;      // uncompressed size of one page
-  std::uint64_t max_string_bytes = std::uint64_t{4} << 30;      // decoded string bytes per column chunk
+  std::uint64_t max_page_bytes = std::uint64_t{256} << 20;  // uncompressed size of one page
+  std::uint64_t max_string_bytes = std::uint64_t{4} << 30;  // decoded string bytes per column chunk
 };
 
 // Thread-safety: immutable once opened; `read_column` may be called concurrently. Lifetime:
@@ -114,9 +139,9 @@ class ParquetFile {
 // Decodes one column chunk's bytes (the result of the ranged read `read_column` makes) —
 // exposed for fuzzing and for callers that fetch chunk bytes themselves. `where` prefixes messages
 // (`row group 3 column 'donor'`); `file` names the file.
-Column decode_column_chunk(std::span<const std::byte> chunk, const ParquetColumn& column,
-                           const ColumnChunkInfo& info, std::uint64_t num_rows, const ReadLimits& limits,
-                           const std::string& file, const std::string& where);
+Column decode_column_chunk(std::span<const std::byte> chunk, const ParquetColumn& column, const ColumnChunkInfo& info,
+                           std::uint64_t num_rows, const ReadLimits& limits, const std::string& file,
+                           const std::string& where);
 
 struct ParquetColumnSpec {
   std::string name;

@@ -15,11 +15,11 @@ enum class DTypeKind : std::uint8_t { Bool, Unsigned, Signed, Float };
 
 struct DTypeInfo {
   DType dtype;
-  std::string_view name;        // short tessera name: "f32", "u8", "bool"
-  std::size_t size;             // bytes per element
+  std::string_view name;  // short tessera name: "f32", "u8", "bool"
+  std::size_t size;       // bytes per element
   DTypeKind kind;
-  std::string_view numpy_descr; // NumPy .npy descriptor: "<f4", "|u1"
-  std::string_view zarr_name;   // Zarr v3 data_type: "float32", "uint8", "bool"
+  std::string_view numpy_descr;  // NumPy .npy descriptor: "<f4", "|u1"
+  std::string_view zarr_name;    // Zarr v3 data_type: "float32", "uint8", "bool"
 };
 
 const DTypeInfo& dtype_info(DType t) noexcept;

@@ -8,8 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
-static_assert(std::endian::native == std::endian::little,
-              "tessera supports little-endian hosts only");
+static_assert(std::endian::native == std::endian::little, "tessera supports little-endian hosts only");
 
 namespace tessera {
 

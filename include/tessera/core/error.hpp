@@ -20,9 +20,7 @@ namespace tessera {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message, std::string path = {}, std::string structure = {})
-      : std::runtime_error(printable_text(message)),
-        path_(std::move(path)),
-        structure_(printable_text(structure)) {}
+      : std::runtime_error(printable_text(message)), path_(std::move(path)), structure_(printable_text(structure)) {}
 
   const std::string& path() const noexcept { return path_; }
   const std::string& structure() const noexcept { return structure_; }
@@ -73,7 +71,8 @@ template <typename E>
 
 // What a failed allocation is reported as (a LimitError) by the CLI and the Python module.
 inline constexpr const char* kOutOfMemoryText =
-    "out of memory: an allocation failed (the data, or a size the input declares, is larger than this machine can hold)";
+    "out of memory: an allocation failed (the data, or a size the input declares, is larger than this machine can "
+    "hold)";
 
 // Well-formed input that this version of tessera deliberately does not handle.
 class UnsupportedError : public Error {

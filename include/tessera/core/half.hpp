@@ -40,8 +40,8 @@ inline std::uint16_t float_to_half(float f) noexcept {
     return static_cast<std::uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u | ((abs >> 13) & 0x3FFu) : 0u));
   }
   if (abs >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // rounds to inf
-  if (abs < 0x38800000u) {  // result is subnormal or zero
-    if (abs < 0x33000000u) return sign;  // below half of the smallest subnormal
+  if (abs < 0x38800000u) {                                                    // result is subnormal or zero
+    if (abs < 0x33000000u) return sign;                                       // below half of the smallest subnormal
     const std::uint32_t exp = abs >> 23;
     const std::uint32_t mant = (abs & 0x7FFFFFu) | 0x800000u;
     const std::uint32_t shift = 126 - exp;  // 14 + (113 - exp) - 1

@@ -33,7 +33,8 @@ void reached(std::string_view point);
 // Marks that the process passes named point `name` (a string literal such as "cells.tile_written").
 inline void point(std::string_view name) {
   const int state = detail::g_state.load(std::memory_order_relaxed);
-  if (state == 0) [[likely]] return;
+  if (state == 0) [[likely]]
+    return;
   if (state < 0 && !detail::read_environment()) return;
   detail::reached(name);
 }

@@ -14,9 +14,9 @@ namespace tessera::image {
 
 struct QuicklookOptions {
   Colormap colormap = Colormap::Viridis;
-  bool log_scale = false;              // colours by log10(value); values <= 0 count as missing
-  std::optional<double> low, high;     // the colour bar's ends; default: the finite values' range
-  bool origin_top = true;              // row 0 at the top, as numpy and matplotlib's imshow show it
+  bool log_scale = false;           // colours by log10(value); values <= 0 count as missing
+  std::optional<double> low, high;  // the colour bar's ends; default: the finite values' range
+  bool origin_top = true;           // row 0 at the top, as numpy and matplotlib's imshow show it
   std::string title;
   // Arrays larger than this along an axis are averaged over blocks; arrays smaller than
   // `min_side` are magnified by a whole factor so each value is a visible square.
@@ -26,8 +26,8 @@ struct QuicklookOptions {
 
 struct Quicklook {
   Raster picture;
-  double low = 0, high = 0;      // the colour bar's ends as drawn
-  std::uint64_t missing = 0;     // values drawn transparent: NaN, ±inf (and <= 0 on a log scale)
+  double low = 0, high = 0;   // the colour bar's ends as drawn
+  std::uint64_t missing = 0;  // values drawn transparent: NaN, ±inf (and <= 0 on a log scale)
 };
 
 // `values` holds rows × cols values in row-major order. UsageError on an empty array, a range

@@ -30,8 +30,8 @@
 namespace tessera::interop {
 
 struct H5adOptions {
-  std::string layer{};   // read layers/<layer> instead of X
-  bool use_raw = false;  // read raw/X with raw/var
+  std::string layer{};                                   // read layers/<layer> instead of X
+  bool use_raw = false;                                  // read raw/X with raw/var
   std::uint64_t memory_budget = std::uint64_t{1} << 30;  // band size of the CSC transpose
 };
 
@@ -40,15 +40,15 @@ enum class H5adLayout { Csr, Csc, Dense };
 // What a scan of one file sees; no matrix data is read (two `indptr` elements excepted).
 struct H5adScan {
   std::string path;
-  std::string matrix;   // "X", "layers/<name>" or "raw/X"
+  std::string matrix;  // "X", "layers/<name>" or "raw/X"
   H5adLayout layout = H5adLayout::Csr;
   std::uint64_t n_cells = 0;
   std::uint64_t n_genes = 0;
-  std::uint64_t nnz = 0;              // stored entries (n_cells × n_genes for dense)
-  bool real_values = false;           // the values are floating point (else integers or booleans)
-  std::vector<std::string> var_names; // the var index, in source column order
-  std::vector<std::string> layers;    // names under layers/ (where counts often are)
-  bool has_raw = false;               // raw/X exists
+  std::uint64_t nnz = 0;               // stored entries (n_cells × n_genes for dense)
+  bool real_values = false;            // the values are floating point (else integers or booleans)
+  std::vector<std::string> var_names;  // the var index, in source column order
+  std::vector<std::string> layers;     // names under layers/ (where counts often are)
+  bool has_raw = false;                // raw/X exists
   // What a deltacells dataset does not take from the file: the members of obsm, varm, obsp, varp
   // and uns (`obsm/X_pca`), the layers and raw/X not converted, and X when another matrix is.
   std::vector<std::string> not_converted;
@@ -58,6 +58,5 @@ H5adScan scan_h5ad(const std::string& path, const H5adOptions& options = {});
 
 // The cells of one scanned file. The file is opened on the first read and closed by release().
 std::unique_ptr<cells::CsrBlockSource> open_h5ad_matrix(const H5adScan& scan, const H5adOptions& options = {});
-
 
 }  // namespace tessera::interop

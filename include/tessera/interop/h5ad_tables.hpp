@@ -33,7 +33,7 @@
 namespace tessera::interop {
 
 struct H5adTableOptions {
-  bool use_raw = false;              // var: read raw/var instead of var
+  bool use_raw = false;  // var: read raw/var instead of var
   // obs: columns not read at all (`--obs-exclude`); those the dataframe has are listed in the
   // table's `skipped`, so cells::infer_obs_schema can check that each excluded name exists.
   std::vector<std::string> exclude{};

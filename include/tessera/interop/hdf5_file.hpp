@@ -34,15 +34,14 @@ class Hdf5Dataset {
   const std::string& name() const;                  // the object path inside the file
   const std::vector<std::uint64_t>& shape() const;  // empty for a scalar
   Hdf5Element element() const;
-  std::string type_name() const;                    // e.g. "int32", "float32", "string", "compound"
+  std::string type_name() const;  // e.g. "int32", "float32", "string", "compound"
 
   // Elements of the box [origin, origin + extent) in C order; `out` holds exactly the box's
   // element count. Integers and booleans as int64 (an unsigned value above 2^63 − 1 is a
   // FormatError, never clipped); integers and floats as double.
   void read(std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
             std::span<std::int64_t> out) const;
-  void read(std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
-            std::span<double> out) const;
+  void read(std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent, std::span<double> out) const;
   // Integers as uint64 (a negative value is a FormatError): unsigned 64-bit data above 2^63 − 1.
   void read(std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
             std::span<std::uint64_t> out) const;
@@ -83,8 +82,7 @@ class Hdf5File {
   // of an AnnData 0.7 categorical); nullopt when absent or not a single object reference.
   std::optional<std::string> referenced_object(const std::string& object, const std::string& name) const;
   // An integer attribute (scalar or 1-D) as int64; nullopt when absent or not integers.
-  std::optional<std::vector<std::int64_t>> integer_attribute(const std::string& object,
-                                                             const std::string& name) const;
+  std::optional<std::vector<std::int64_t>> integer_attribute(const std::string& object, const std::string& name) const;
   // A numeric attribute with one element (a dataset's `_FillValue`) as double; nullopt when
   // absent, not a number or not a single element.
   std::optional<double> number_attribute(const std::string& object, const std::string& name) const;

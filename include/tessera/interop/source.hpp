@@ -40,13 +40,13 @@ struct MissingValues {
 };
 
 struct SourceArray {
-  std::string name;                         // group path joined with '/', e.g. "primary/f32"
-  DType stored = DType::F32;                // element type the reader delivers
-  std::vector<std::uint64_t> shape;         // rank 1..8, no zero extent
-  std::vector<std::uint64_t> chunk_shape;   // source chunking (same rank); empty = unchunked
+  std::string name;                        // group path joined with '/', e.g. "primary/f32"
+  DType stored = DType::F32;               // element type the reader delivers
+  std::vector<std::uint64_t> shape;        // rank 1..8, no zero extent
+  std::vector<std::uint64_t> chunk_shape;  // source chunking (same rank); empty = unchunked
   std::optional<CfPacking> cf;
-  std::optional<MissingValues> missing;     // float storage without packing only
-  tet::DatasetMetadata metadata;            // attrs, dim_names and coords imported from the source
+  std::optional<MissingValues> missing;  // float storage without packing only
+  tet::DatasetMetadata metadata;         // attrs, dim_names and coords imported from the source
 };
 
 class ArraySource {

@@ -20,9 +20,9 @@ namespace tessera::interop {
 // What a scan of one file sees; no matrix data is read (two `indptr` elements excepted).
 struct TenxH5Scan {
   std::string path;
-  std::string group;                       // "matrix" (v3+) or the genome's group (v2)
-  std::uint64_t n_cells = 0;               // barcodes
-  std::uint64_t n_genes = 0;               // features
+  std::string group;          // "matrix" (v3+) or the genome's group (v2)
+  std::uint64_t n_cells = 0;  // barcodes
+  std::uint64_t n_genes = 0;  // features
   std::uint64_t nnz = 0;
   bool real_values = false;
   std::vector<std::string> gene_ids;       // features/id or genes

@@ -73,8 +73,7 @@ class BucketStore final : public Store {
   const std::string& name() const override { return name_; }
 
   std::optional<std::vector<std::byte>> get(const std::string& key) const override;
-  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
-                                     std::uint64_t length) const override;
+  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const override;
   std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override;
   std::optional<std::uint64_t> size(const std::string& key) const override;
   DirListing list_dir(const std::string& prefix) const override;

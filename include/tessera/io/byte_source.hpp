@@ -47,8 +47,10 @@ enum class OpenMode { Mmap, Pread };
 [[nodiscard]] std::unique_ptr<ByteSource> open_file(const std::string& path, OpenMode mode = OpenMode::Mmap);
 
 // A source over bytes owned by the caller (must outlive the source) or copied in.
-[[nodiscard]] std::unique_ptr<ByteSource> memory_source(std::span<const std::byte> bytes, std::string name = "<memory>");
-[[nodiscard]] std::unique_ptr<ByteSource> owned_memory_source(std::vector<std::byte> bytes, std::string name = "<memory>");
+[[nodiscard]] std::unique_ptr<ByteSource> memory_source(std::span<const std::byte> bytes,
+                                                        std::string name = "<memory>");
+[[nodiscard]] std::unique_ptr<ByteSource> owned_memory_source(std::vector<std::byte> bytes,
+                                                              std::string name = "<memory>");
 
 // Wraps another source and counts the ranged reads and bytes that go through it; `view` is
 // disabled so every access is counted. Used by tests to prove how many reads an operation makes.
@@ -61,7 +63,10 @@ class CountingSource final : public ByteSource {
 
   std::uint64_t reads() const noexcept { return reads_.load(); }
   std::uint64_t bytes() const noexcept { return bytes_.load(); }
-  void reset() noexcept { reads_ = 0; bytes_ = 0; }
+  void reset() noexcept {
+    reads_ = 0;
+    bytes_ = 0;
+  }
 
  private:
   const ByteSource& inner_;

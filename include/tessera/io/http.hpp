@@ -89,7 +89,8 @@ std::string display_url(std::string_view url);
 // server does not answer ranged reads.
 // `shown` is the source's name() and names it in messages (default: display_url(url)); the bucket
 // backends pass the s3:// or gs:// URI the user gave.
-std::unique_ptr<ByteSource> open_http_source(const std::string& url, const HttpOptions& options = http_options_from_env(),
+std::unique_ptr<ByteSource> open_http_source(const std::string& url,
+                                             const HttpOptions& options = http_options_from_env(),
                                              const std::string& shown = {});
 
 // Thread-safety and lifetime: as every Store (io/store.hpp).
@@ -98,7 +99,8 @@ class HttpStore final : public Store {
   // `base_url` is the prefix the keys are appended to (a trailing '/' is optional).
   // `display_name` is the store's name() (default: display_url of the base); objects are named
   // name() + "/" + key in messages.
-  explicit HttpStore(std::string base_url, HttpOptions options = http_options_from_env(), std::string display_name = {});
+  explicit HttpStore(std::string base_url, HttpOptions options = http_options_from_env(),
+                     std::string display_name = {});
   std::unique_ptr<ByteSource> open(const std::string& key) const override;
   bool exists(const std::string& key) const override;
   std::vector<std::string> list(const std::string& prefix) const override;
@@ -107,8 +109,7 @@ class HttpStore final : public Store {
   const std::string& name() const override { return name_; }
 
   std::optional<std::vector<std::byte>> get(const std::string& key) const override;
-  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
-                                     std::uint64_t length) const override;
+  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const override;
   std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override;
   std::optional<std::uint64_t> size(const std::string& key) const override;
   DirListing list_dir(const std::string& prefix) const override;
@@ -124,7 +125,7 @@ class HttpStore final : public Store {
   std::string shown_of(const std::string& key) const;
   std::string base_;   // ends with '/'
   std::string query_;  // "?…" of the base URL, appended to every object URL (or empty)
-  std::string name_;  // display_url of the base, without the trailing '/'
+  std::string name_;   // display_url of the base, without the trailing '/'
   HttpOptions options_;
 };
 

@@ -90,9 +90,9 @@ class Store {
 };
 
 // A local directory. Keys must not escape the root ("..", absolute paths are refused).
-// Listings skip names starting with '.' (temporary files of in-flight atomic writes). A store opened on an existing directory is pinned to it: writers replace a
-// dataset, a leaf or an export by exchanging a finished directory with the old one, and a reader
-// must see the old version or the new one, never a mix. Every read (open, get, size, exists,
+// Listings skip names starting with '.' (temporary files of in-flight atomic writes). A store opened on an existing
+// directory is pinned to it: writers replace a dataset, a leaf or an export by exchanging a finished directory with the
+// old one, and a reader must see the old version or the new one, never a mix. Every read (open, get, size, exists,
 // list) checks, after it has resolved its path, that the root is still the directory the store
 // was opened on, and otherwise throws IoError "{root}: replaced while it was being read (open it
 // again to read the new version)". Objects already opened stay readable. Writes are not checked.
@@ -110,8 +110,7 @@ class DirectoryStore final : public Store {
   // Ranged reads use pread whatever the open mode: a copy is made anyway, and mapping a file
   // for one small read costs more than reading it.
   std::optional<std::vector<std::byte>> get(const std::string& key) const override;
-  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
-                                     std::uint64_t length) const override;
+  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const override;
   std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override;
   std::optional<std::uint64_t> size(const std::string& key) const override;
   DirListing list_dir(const std::string& prefix) const override;
@@ -172,8 +171,7 @@ class CountingStore final : public Store {
   void erase(const std::string& key) override { inner_.erase(key); }
   const std::string& name() const override { return inner_.name(); }
   std::optional<std::vector<std::byte>> get(const std::string& key) const override;
-  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset,
-                                     std::uint64_t length) const override;
+  std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const override;
   std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override;
   std::optional<std::uint64_t> size(const std::string& key) const override;
   DirListing list_dir(const std::string& prefix) const override;

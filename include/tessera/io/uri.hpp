@@ -3,7 +3,8 @@
 // datasets, Zarr stores, hive leaves).
 //
 // Accepted: plain local paths, `file://PATH`, `http://…`, `https://…`, `s3://bucket/key` and
-// `gs://bucket/key` (docs/remote.md); any other scheme is refused with UnsupportedError. A scheme is `[A-Za-z][A-Za-z0-9+.-]*` followed by `://`; anything else is a path.
+// `gs://bucket/key` (docs/remote.md); any other scheme is refused with UnsupportedError. A scheme is
+// `[A-Za-z][A-Za-z0-9+.-]*` followed by `://`; anything else is a path.
 //
 // Thread-safety: the functions are reentrant; what they return follows the contract of its type
 // (ByteSource and Store reads may be called concurrently). Lifetime: the returned objects own

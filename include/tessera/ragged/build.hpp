@@ -60,7 +60,7 @@ struct BuildOptions {
   std::vector<std::string> inputs;  // CSV files, Parquet files or directories of .npy columns
   std::string lat_col = "lat";
   std::string lon_col = "lon";
-  std::string value_col;            // required
+  std::string value_col;  // required
   std::optional<std::string> time_col;
   TimeFormat time_format = TimeFormat::Iso;
   std::optional<std::string> weight_col;  // makes the field flux
@@ -80,8 +80,8 @@ struct BuildOptions {
   std::string dataset_name = "TESSERA";
   std::string dataset_version = "1";
   bool overwrite = false;
-  unsigned threads = 0;             // 0: all hardware threads
-  std::string writer = "tessera";   // the stats record's `writer`
+  unsigned threads = 0;            // 0: all hardware threads
+  std::string writer = "tessera";  // the stats record's `writer`
 };
 
 // A row refused before aggregation, by reason: non_finite_coordinate, latitude_out_of_range,

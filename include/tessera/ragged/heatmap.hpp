@@ -18,8 +18,8 @@ struct HeatmapOptions {
   Value value = Value::Sum;  // sum: total weight in the window; max: largest bin; bin: bin `bin`
   std::uint32_t bin = 0;
   Scale scale = Scale::Linear;
-  std::uint32_t cell_px = 4;   // pixels per cell side (1..64)
-  bool origin_top = false;     // false: image row 0 shows tensor row side − 1 (north-west up)
+  std::uint32_t cell_px = 4;  // pixels per cell side (1..64)
+  bool origin_top = false;    // false: image row 0 shows tensor row side − 1 (north-west up)
 };
 
 // Parses `sum`, `max` or `bin:K` into `options` (UsageError otherwise).

@@ -51,7 +51,7 @@ struct CoverageEnvelope {
   Encoding encoding = Encoding::BoxOnly;
   std::vector<std::optional<std::string>> box;  // the four slots
   std::optional<std::int64_t> cell_order;
-  std::optional<std::string> sidecar;           // validated key component
+  std::optional<std::string> sidecar;  // validated key component
   std::optional<std::uint64_t> nbytes;
   std::optional<std::uint64_t> raw_nbytes;
   std::optional<std::string> source;
@@ -80,7 +80,8 @@ inline bool is_committed(const std::optional<CommitStamp>& s) { return s && s->c
 // Raw bitmap bytes of occupied ranks of a depth-`depth` subtree (MSB-first, ceil(4^depth/8) bytes).
 std::vector<std::byte> encode_bitmap(std::span<const std::uint64_t> ranks, int depth);
 // Ranks of the set bits (pad bits ignored). FormatError when the size is not ceil(4^depth/8).
-std::vector<std::uint64_t> decode_bitmap(std::span<const std::byte> raw, int depth, std::string_view key = "coverage.moc");
+std::vector<std::uint64_t> decode_bitmap(std::span<const std::byte> raw, int depth,
+                                         std::string_view key = "coverage.moc");
 // Decompresses a sidecar object (all frames, output capped at raw size + 1) and decodes it.
 std::vector<std::uint64_t> decode_sidecar(std::span<const std::byte> object, int depth, std::string_view key);
 // Whether nonzero pad bits follow the last rank (what `verify` reports).

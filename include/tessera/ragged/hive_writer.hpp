@@ -42,7 +42,8 @@ void write_or_check_manifest(io::Store& store, const ManifestSpec& spec);
 
 // The morton box of occupied cells of one shard (spec §4.4): ranks are subtree ranks at depth
 // `depth` below `shard`; ≤ 4 decimal ids, padded with nullopt to four slots.
-std::vector<std::optional<std::string>> morton_box(std::uint64_t shard, int depth, std::span<const std::uint64_t> ranks);
+std::vector<std::optional<std::string>> morton_box(std::uint64_t shard, int depth,
+                                                   std::span<const std::uint64_t> ranks);
 
 // The `coverage.moc` object of occupied ranks (one zstd frame of the raw bitmap, level 3).
 struct CoverageSidecar {
@@ -68,7 +69,7 @@ codec::json::Json stamp_document(const StampSpec& spec);
 // overwrite an incompatible or unparsable one, preserve an existing temporal section this run
 // does not contribute to. `temporal_fields` empty = no temporal contribution.
 void update_root_moc(io::Store& store, int shard_order, std::span<const std::uint64_t> shards,
-                     const std::map<std::uint64_t, std::uint64_t>& shard_times, const std::vector<std::string>& temporal_fields,
-                     const std::string& generated_at);
+                     const std::map<std::uint64_t, std::uint64_t>& shard_times,
+                     const std::vector<std::string>& temporal_fields, const std::string& generated_at);
 
 }  // namespace tessera::ragged::hive

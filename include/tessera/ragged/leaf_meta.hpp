@@ -41,9 +41,9 @@ codec::json::Json temporal_declaration(std::string_view shape);  // "per-centroi
 // What a payload array declares (spec §6.1 step 2: `ragged`, `weights`, `times`, provenance).
 struct PayloadDecl {
   bool flux = false;
-  std::optional<codec::json::Json> gain;        // flux only
-  std::optional<std::string> locations;         // sibling name when located
-  std::optional<std::string> times;             // sibling name when timed
+  std::optional<codec::json::Json> gain;  // flux only
+  std::optional<std::string> locations;   // sibling name when located
+  std::optional<std::string> times;       // sibling name when timed
 };
 codec::json::Json payload_attributes(const PayloadDecl& decl);
 // The `_locations` (located = true) or `_times` sibling's attributes.

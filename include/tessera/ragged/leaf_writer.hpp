@@ -66,10 +66,10 @@ struct LeafGeometry {
 struct FieldSpec {
   std::string name = "h_tdigest";
   double delta = tdigest::kDefaultDelta;
-  bool flux = false;                         // weights "flux"; needs gain {name, version}
+  bool flux = false;  // weights "flux"; needs gain {name, version}
   std::optional<codec::json::Json> gain;
-  bool located = false;                      // writes `{name}_locations` (declared `located`)
-  bool timed = false;                        // writes `{name}_times` (declared `temporal`)
+  bool located = false;  // writes `{name}_locations` (declared `located`)
+  bool timed = false;    // writes `{name}_times` (declared `temporal`)
 
   std::string locations_name() const { return name + "_locations"; }
   std::string times_name() const { return name + "_times"; }
@@ -92,9 +92,9 @@ struct LeafSpec {
   DenseStats stats;
   std::optional<std::string> per_cell_time;  // dense uint64 per-cell toc join array
   geo::Latitude latitude = geo::Latitude::Authalic;
-  bool zagg_identical_metadata = false;      // omit dggs.latitude (spec §2.8, RD-2)
-  std::string semantic_hash;                 // the manifest's, for the stats record
-  std::uint64_t granule_count = 1;           // input files
+  bool zagg_identical_metadata = false;  // omit dggs.latitude (spec §2.8, RD-2)
+  std::string semantic_hash;             // the manifest's, for the stats record
+  std::uint64_t granule_count = 1;       // input files
   // UsageError: invalid geometry, array names that are not one key component, collide, or are
   // reserved; a flux field without gain {name, version}.
   void validate() const;
@@ -119,7 +119,7 @@ struct EncodedChunk {
   std::vector<std::optional<std::vector<std::byte>>> arrays;  // the writer's array order
   std::vector<std::uint64_t> occupied;                        // leaf ranks with count > 0
   std::uint64_t observations = 0;
-  std::uint64_t time_join = 0;                                // join of the per-centroid time words
+  std::uint64_t time_join = 0;  // join of the per-centroid time words
 };
 
 struct LeafReport {
@@ -128,9 +128,9 @@ struct LeafReport {
   std::uint64_t shard = 0;
   std::uint64_t cells_with_data = 0;
   std::uint64_t observations = 0;
-  std::uint64_t time_join = 0;         // 0 unless a field is timed
+  std::uint64_t time_join = 0;  // 0 unless a field is timed
   ContentHashes hashes;
-  std::vector<std::string> warnings;   // fail-open problems (stats sidecar)
+  std::vector<std::string> warnings;  // fail-open problems (stats sidecar)
 };
 
 // Whether the hive holds a committed leaf (root stamp with `complete: true`) for `shard`. A leaf
@@ -183,7 +183,7 @@ class LeafWriter {
   std::vector<std::uint64_t> occupied_;
   std::uint64_t observations_ = 0;
   std::uint64_t time_join_ = 0;
-  bool touched_ = false;    // something exists under the temporary prefix
+  bool touched_ = false;  // something exists under the temporary prefix
   bool committed_ = false;
 };
 

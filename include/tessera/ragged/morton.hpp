@@ -38,7 +38,7 @@ bool is_valid(std::uint64_t word) noexcept;
 // inspect() or an error naming `what` (e.g. "6/morton cell 5") and the broken rule.
 WordInfo check(std::uint64_t word, std::string_view what, Source source = Source::File);
 
-int order_of(std::uint64_t word);        // word must be valid (FormatError otherwise)
+int order_of(std::uint64_t word);  // word must be valid (FormatError otherwise)
 int base_cell_of(std::uint64_t word);
 bool is_point(std::uint64_t word);
 

@@ -26,9 +26,9 @@ inline constexpr std::string_view kRaggedSpec = "zagg-ragged/1";
 // `ragged.element`: the dtype and inner shape of one payload row.
 struct Element {
   DType dtype = DType::F32;
-  std::string dtype_name;                 // as declared ("float32", "<f4", ...)
-  std::vector<std::uint64_t> inner_shape; // shape[1:] ([] = flat vector, [2] = t-digest)
-  std::uint64_t row_bytes = 0;            // itemsize · prod(inner_shape)
+  std::string dtype_name;                  // as declared ("float32", "<f4", ...)
+  std::vector<std::uint64_t> inner_shape;  // shape[1:] ([] = flat vector, [2] = t-digest)
+  std::uint64_t row_bytes = 0;             // itemsize · prod(inner_shape)
 
   bool is_tdigest() const noexcept { return dtype == DType::F32 && inner_shape.size() == 1 && inner_shape[0] == 2; }
   bool is_words() const noexcept { return dtype == DType::U64 && inner_shape.empty(); }

@@ -52,13 +52,13 @@ std::string_view name_of(TensorDType dtype) noexcept;
 std::size_t item_size(TensorDType dtype) noexcept;
 
 struct TensorOptions {
-  std::uint32_t n_bins = 128;   // 1 ≤ n_bins ≤ 2^20
-  double resolution = 0.5;      // finite, > 0
-  double bottom = 0.05;         // 0 ≤ bottom ≤ top ≤ 1
+  std::uint32_t n_bins = 128;  // 1 ≤ n_bins ≤ 2^20
+  double resolution = 0.5;     // finite, > 0
+  double bottom = 0.05;        // 0 ≤ bottom ≤ top ≤ 1
   double top = 0.95;
   FitPolicy fit = FitPolicy::Raise;
   TensorDType dtype = TensorDType::U32;
-  std::optional<int> block_order;                  // none: one block per read chunk
+  std::optional<int> block_order;  // none: one block per read chunk
   std::optional<std::uint64_t> subtree;
   std::uint64_t max_block_bytes = std::uint64_t{2} << 30;
   WarningSink warn;
@@ -67,26 +67,26 @@ struct TensorOptions {
 
 // One yielded block of read_tensors.
 struct TensorBlock {
-  std::uint64_t start = 0;     // first cell index of the block on the cells axis
-  std::uint64_t morton = 0;    // the block's ancestor word
-  int order = 0;               // its order
-  std::uint32_t side = 0;      // side × side cells
-  std::uint32_t n_bins = 0;    // bins actually used (collapse_bins may use fewer than asked)
-  double offset = 0;           // z_lo: bin i covers [offset + i·gain, offset + (i+1)·gain)
+  std::uint64_t start = 0;   // first cell index of the block on the cells axis
+  std::uint64_t morton = 0;  // the block's ancestor word
+  int order = 0;             // its order
+  std::uint32_t side = 0;    // side × side cells
+  std::uint32_t n_bins = 0;  // bins actually used (collapse_bins may use fewer than asked)
+  double offset = 0;         // z_lo: bin i covers [offset + i·gain, offset + (i+1)·gain)
   double gain = 0;
   TensorDType dtype = TensorDType::U32;
-  std::vector<std::byte> tensor;   // side·side·n_bins elements of dtype, C order (row, col, bin)
-  std::vector<std::uint8_t> mask;  // side·side: 0 unobserved / no digest, 1 observed empty, 2 data
-  std::uint64_t populated = 0;     // cells with mask 2
+  std::vector<std::byte> tensor;     // side·side·n_bins elements of dtype, C order (row, col, bin)
+  std::vector<std::uint8_t> mask;    // side·side: 0 unobserved / no digest, 1 observed empty, 2 data
+  std::uint64_t populated = 0;       // cells with mask 2
   std::uint64_t observed_empty = 0;  // cells with mask 1
-  double weight_in_window = 0;     // Σ of all bin counts before the cast
+  double weight_in_window = 0;       // Σ of all bin counts before the cast
 };
 
 // One populated cell of a per-cell sweep. `row`/`col` are chunk-local (depth log4 C).
 struct CellValues {
   std::uint64_t chunk_id = 0;
   std::uint32_t row = 0, col = 0;
-  std::uint64_t index = 0;          // global cells-axis index (the read_cell key)
+  std::uint64_t index = 0;  // global cells-axis index (the read_cell key)
   std::vector<double> values;
 };
 struct CellWords {

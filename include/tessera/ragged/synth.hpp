@@ -21,8 +21,8 @@ namespace tessera::ragged {
 struct SynthLeafOptions {
   int cell_order = 19;
   int shard_order = 9;
-  int chunk_order = 13;              // inner chunks of 4^(cell_order − chunk_order) cells
-  double populated_fraction = 0.2;   // mean fraction of cells holding a digest
+  int chunk_order = 13;             // inner chunks of 4^(cell_order − chunk_order) cells
+  double populated_fraction = 0.2;  // mean fraction of cells holding a digest
   std::uint32_t min_centroids = 10;
   std::uint32_t max_centroids = 500;
   std::uint64_t seed = 1;
@@ -31,10 +31,10 @@ struct SynthLeafOptions {
 };
 
 struct SynthLeafReport {
-  std::string leaf_key;               // the leaf's key below the hive root
-  std::uint64_t shard = 0;            // the shard word
-  std::uint64_t cells = 0;            // cells on the leaf's axis
-  std::uint64_t populated = 0;        // cells holding a digest
+  std::string leaf_key;         // the leaf's key below the hive root
+  std::uint64_t shard = 0;      // the shard word
+  std::uint64_t cells = 0;      // cells on the leaf's axis
+  std::uint64_t populated = 0;  // cells holding a digest
   std::uint64_t centroids = 0;
 };
 

@@ -20,7 +20,7 @@ struct StoreFinding {
 };
 
 struct StoreVerifyReport {
-  std::uint64_t nodes = 0;          // zarr.json documents read
+  std::uint64_t nodes = 0;  // zarr.json documents read
   std::uint64_t arrays = 0;
   std::uint64_t objects = 0;        // stored objects read whole
   std::uint64_t chunks = 0;         // read chunks decoded

@@ -26,15 +26,15 @@ struct RowFilter {
   std::optional<std::uint64_t> column;
   Op op = Op::Eq;
   double value = 0;
-  std::string key;      // where it came from, for messages (`data_source.filters[0]`)
+  std::string key;  // where it came from, for messages (`data_source.filters[0]`)
 };
 
 // Where the points of one granule are.
 struct GranulePlan {
-  std::vector<std::string> groups;      // substituted for `{group}`: gt1l … gt3r
-  std::string latitude, longitude;      // dataset paths with `{group}`
-  std::string value;                    // the aggregated variable's dataset
-  std::optional<std::string> sigma;     // the σ of inverse-variance weights (`1.0 / s**2`)
+  std::vector<std::string> groups;   // substituted for `{group}`: gt1l … gt3r
+  std::string latitude, longitude;   // dataset paths with `{group}`
+  std::string value;                 // the aggregated variable's dataset
+  std::optional<std::string> sigma;  // the σ of inverse-variance weights (`1.0 / s**2`)
   std::vector<RowFilter> filters;
   // Per-row times (`output.time_source`): seconds in `time` since a GPS epoch, the granule's
   // `ancillary_data/atlas_sdp_gps_epoch` when it has one, else `time_epoch_gps_seconds`.
@@ -45,17 +45,17 @@ struct GranulePlan {
 // What the config asks the build to write.
 struct Config {
   GranulePlan plan;
-  std::string value_variable;           // the aggregated variable's name (`h_li`): the column
+  std::string value_variable;                 // the aggregated variable's name (`h_li`): the column
   std::optional<std::string> sigma_variable;  // name of a CSV / Parquet / .npy input with a config
-  int cell_order = 19;                  // output.grid.child_order
-  int shard_order = 9;                  // output.grid.parent_order
-  std::optional<int> chunk_order;       // output.grid.chunk_inner
-  bool unsharded = false;               // output.grid.sharded: false
-  bool stats = false;                   // dense min/max/mean/variance/quartiles (+ sigma)
+  int cell_order = 19;                        // output.grid.child_order
+  int shard_order = 9;                        // output.grid.parent_order
+  std::optional<int> chunk_order;             // output.grid.chunk_inner
+  bool unsharded = false;                     // output.grid.sharded: false
+  bool stats = false;                         // dense min/max/mean/variance/quartiles (+ sigma)
   std::string stats_prefix = "h";
-  std::string field = "h_tdigest";      // the t-digest field (written in any case)
+  std::string field = "h_tdigest";  // the t-digest field (written in any case)
   double delta = 8192;
-  bool located = false;                 // `location: leaf_id`
+  bool located = false;                      // `location: leaf_id`
   std::optional<std::string> time_variable;  // `output.time_source.field`: the field is timed
 };
 

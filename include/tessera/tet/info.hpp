@@ -52,7 +52,7 @@ struct InfoView {
   std::string path;
   std::uint64_t file_len = 0;
   Superblock superblock;
-  ChunkIndexHeader index_header;  // file_execution lives in bytes 16–31
+  ChunkIndexHeader index_header;   // file_execution lives in bytes 16–31
   std::size_t total_datasets = 0;  // before filtering (text header line)
   std::size_t total_chunks = 0;
   std::optional<InfoFilter> filter;  // set when a filter part is given

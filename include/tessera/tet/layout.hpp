@@ -18,13 +18,13 @@ namespace tessera::tet {
 struct Layout {
   std::uint64_t file_len = 0;
   Superblock superblock;
-  std::uint64_t dataset_blob_len = 0;        // 0 when dataset_count == 0
-  std::vector<DatasetRecord> datasets;       // catalog order; dataset_id = position
-  ChunkIndexHeader index_header;             // {0,0} budget fields for an empty file
-  std::vector<ChunkEntry> entries;           // index order
-  std::uint64_t payload_end = 0;             // payload region end (§1.8)
-  std::optional<Footer> footer;              // present iff flag bit 0 is set
-  std::uint64_t footer_json_len = 0;         // history_json_len when a footer is present
+  std::uint64_t dataset_blob_len = 0;   // 0 when dataset_count == 0
+  std::vector<DatasetRecord> datasets;  // catalog order; dataset_id = position
+  ChunkIndexHeader index_header;        // {0,0} budget fields for an empty file
+  std::vector<ChunkEntry> entries;      // index order
+  std::uint64_t payload_end = 0;        // payload region end (§1.8)
+  std::optional<Footer> footer;         // present iff flag bit 0 is set
+  std::uint64_t footer_json_len = 0;    // history_json_len when a footer is present
 };
 
 // Runs S1–S14. Throws FormatError whose what() is exactly the spec's text and whose path() is

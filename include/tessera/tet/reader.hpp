@@ -107,7 +107,8 @@ class TetFile {
 
   // Reads the strided box `box` of `dataset` into `dst` in logical (row-major) order; `dst`
   // must hold box element count × element size bytes. Touched chunks decode in parallel.
-  void read_box(const Dataset& dataset, const Box& box, std::span<std::byte> dst, const ReadOptions& options = {}) const;
+  void read_box(const Dataset& dataset, const Box& box, std::span<std::byte> dst,
+                const ReadOptions& options = {}) const;
 
  private:
   TetFile(std::shared_ptr<const io::ByteSource> source, Layout layout);

@@ -40,7 +40,7 @@ struct DatasetSpec {
   std::vector<std::uint64_t> shape;        // 1..8 axes, no zero extent
   std::vector<std::uint64_t> chunk_shape;  // same rank; need not divide shape
   Codec codec = Codec::Raw;
-  int zstd_level = 3;                      // libzstd level, used when codec is zstd
+  int zstd_level = 3;  // libzstd level, used when codec is zstd
 };
 
 struct WriterOptions {

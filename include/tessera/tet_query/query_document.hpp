@@ -20,9 +20,32 @@ namespace tessera::tet {
 
 // The operation keys, in the order of the §3.4 table (also the order documents are scanned in).
 enum class QueryOp : std::uint8_t {
-  Sum, Mean, Min, Max, Var, Std, Product, NormL1, NormL2, Count, AllFinite, AnyNan, AnyInf,
-  ArgMin, ArgMax, Median, Quantile, Histogram, NanCount, InfCount, NullCount, Covariance,
-  Correlation, NanMean, NanStd, Transform
+  Sum,
+  Mean,
+  Min,
+  Max,
+  Var,
+  Std,
+  Product,
+  NormL1,
+  NormL2,
+  Count,
+  AllFinite,
+  AnyNan,
+  AnyInf,
+  ArgMin,
+  ArgMax,
+  Median,
+  Quantile,
+  Histogram,
+  NanCount,
+  InfCount,
+  NullCount,
+  Covariance,
+  Correlation,
+  NanMean,
+  NanStd,
+  Transform
 };
 inline constexpr std::size_t kQueryOpCount = 26;
 
@@ -40,10 +63,10 @@ struct QueryOperation {
   // Axis tokens as written (decimal indices or dimension names); empty = scalar reduction.
   // After planning they are the resolved decimal strings.
   std::vector<std::string> axes;
-  double q = 0;                      // quantile
-  std::uint32_t bins = 0;            // histogram
-  std::optional<double> min, max;    // histogram range
-  std::optional<double> fill;        // null_count (query value, or the resolved attr at plan time)
+  double q = 0;                    // quantile
+  std::uint32_t bins = 0;          // histogram
+  std::optional<double> min, max;  // histogram range
+  std::optional<double> fill;      // null_count (query value, or the resolved attr at plan time)
   TransformMethod method = TransformMethod::Zscore;
 };
 

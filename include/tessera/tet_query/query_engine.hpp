@@ -19,11 +19,11 @@
 namespace tessera::tet {
 
 struct QueryOptions {
-  std::optional<std::string> tet_path;  // `-t PATH` as the caller wrote it
-  bool execute = false;                 // `-x`: decode and execute (requires tet_path)
-  std::uint64_t preview = 64;           // preview cap P (§4.5)
-  std::optional<std::string> device;    // `--device` (overrides execution.device)
-  std::vector<std::string> spill_allow; // extra allowed spill roots (`--spill-allow`)
+  std::optional<std::string> tet_path;   // `-t PATH` as the caller wrote it
+  bool execute = false;                  // `-x`: decode and execute (requires tet_path)
+  std::uint64_t preview = 64;            // preview cap P (§4.5)
+  std::optional<std::string> device;     // `--device` (overrides execution.device)
+  std::vector<std::string> spill_allow;  // extra allowed spill roots (`--spill-allow`)
   // Threads for parallel folds and decoding (0 = all available).
   unsigned threads = 0;
 };

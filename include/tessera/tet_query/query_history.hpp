@@ -22,7 +22,7 @@ struct HistoryEntry {
   std::int64_t at = 0;             // Unix seconds
   std::optional<std::string> tet;  // -t path as given
   bool execute = false;
-  codec::json::Json query;         // flat document (query_document_json)
+  codec::json::Json query;  // flat document (query_document_json)
 };
 
 struct HistorySettings {
@@ -45,7 +45,7 @@ struct HistoryFilter {
   std::optional<bool> execute;         // mode x / p
   std::optional<std::string> grep;     // dataset, tet path or op key
   bool empty() const noexcept { return !dataset && !tet && !execute && !grep; }
-  std::string describe() const;        // `dataset~x tet~y mode=x grep~z`
+  std::string describe() const;  // `dataset~x tet~y mode=x grep~z`
 };
 // Parses `x|execute|p|plan`; throws UsageError otherwise.
 bool parse_history_mode(const std::string& mode);

@@ -174,7 +174,8 @@ class StoredObject {
 
  private:
   friend class Array;
-  StoredObject(const Array& array, Coords object, std::string key) : array_(&array), object_(std::move(object)), key_(std::move(key)) {}
+  StoredObject(const Array& array, Coords object, std::string key)
+      : array_(&array), object_(std::move(object)), key_(std::move(key)) {}
   ChunkRef ref(std::uint64_t inner) const { return {key_, array_->sharded(), inner}; }
 
   const Array* array_;

@@ -54,12 +54,14 @@ class ArrayWriter {
   // holds the object's read chunks in C order (one entry unsharded); an empty optional is
   // absent. Writes the shard (or chunk) object, or erases it when nothing is present; returns the
   // number of present read chunks.
-  std::uint64_t write_encoded_object(const Coords& object, std::span<const std::optional<std::vector<std::byte>>> encoded);
+  std::uint64_t write_encoded_object(const Coords& object,
+                                     std::span<const std::optional<std::vector<std::byte>>> encoded);
   // One dense read chunk (C order at the read chunk shape) → its stored bytes, or nullopt when
   // every element equals the fill value.
   std::optional<std::vector<std::byte>> encode_dense_read_chunk(std::span<const std::byte> elements) const;
   // One vlen read chunk → its stored bytes, or nullopt when every element is empty.
-  std::optional<std::vector<std::byte>> encode_vlen_read_chunk(std::span<const std::span<const std::byte>> elements) const;
+  std::optional<std::vector<std::byte>> encode_vlen_read_chunk(
+      std::span<const std::span<const std::byte>> elements) const;
 
  private:
   io::Store* store_;

@@ -70,8 +70,8 @@ struct ShardingSpec {
 
 // The decoded `codecs` list.
 struct CodecList {
-  CodecChain chain;                       // encodes one read chunk
-  std::optional<ShardingSpec> sharding;   // present: read chunks are packed into shards
+  CodecChain chain;                      // encodes one read chunk
+  std::optional<ShardingSpec> sharding;  // present: read chunks are packed into shards
 };
 
 // Decodes `codecs`. Throws UnsupportedError for unknown or unsupported codecs (array→array

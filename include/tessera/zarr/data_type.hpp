@@ -20,9 +20,9 @@
 namespace tessera::zarr {
 
 struct DataType {
-  bool vlen = false;            // variable-length byte strings (one per element)
-  DType dtype = DType::U8;      // the fixed-width element type; meaningless when vlen
-  std::string name = "uint8";   // the `data_type` spelling
+  bool vlen = false;           // variable-length byte strings (one per element)
+  DType dtype = DType::U8;     // the fixed-width element type; meaningless when vlen
+  std::string name = "uint8";  // the `data_type` spelling
 
   static DataType fixed(DType t);
   // `spelling` is "variable_length_bytes" (default) or "bytes".

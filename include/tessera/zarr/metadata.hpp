@@ -35,8 +35,8 @@ struct ArrayMeta {
   std::vector<std::uint64_t> chunk_shape;  // chunk_grid "regular": the shard when sharded
   ChunkKeyEncoding chunk_key_encoding;
   FillValue fill_value;
-  CodecChain codecs;                       // the chain of one read chunk (inner chain if sharded)
-  std::optional<ShardingSpec> sharding;    // present: the sharded storage geometry
+  CodecChain codecs;                     // the chain of one read chunk (inner chain if sharded)
+  std::optional<ShardingSpec> sharding;  // present: the sharded storage geometry
   codec::json::Json attributes = codec::json::Json::object();
   std::optional<std::vector<std::optional<std::string>>> dimension_names;
 };

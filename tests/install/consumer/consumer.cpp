@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
     options.tet_path = argv[1];
     options.execute = true;
     const tessera::codec::json::Json doc = {{"dataset", argv[2]}, {"max", tessera::codec::json::Json::array()}};
-    const tessera::tet::QueryResponse response = tessera::tet::run_query(tessera::tet::parse_query_json(doc.dump()), options);
+    const tessera::tet::QueryResponse response =
+        tessera::tet::run_query(tessera::tet::parse_query_json(doc.dump()), options);
     std::printf("query %.17g\n", response.tree.at("execution").at("operation_max").get<double>());
 
     const auto cells = tessera::cells::Dataset::open(argv[3]);

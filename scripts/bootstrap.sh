@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # toolchain and build
-  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev lld clang-format
+  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev lld clang-format clang-tidy
   # codecs, checksums, hashing
   libzstd-dev zstd zlib1g-dev libisal-dev libssl-dev
   # HTTP(S) and bucket reads (libcurl; expat for S3 listings), the loopback web server the remote-read

@@ -6,7 +6,7 @@
 #   stage 2: clang build with address+undefined sanitizers, every ctest test again,
 #            then a ~5 s libFuzzer smoke run of each fuzz target (scripts/fuzz.sh fuzzes for real).
 # Stops at the first failure. The last line is always `N passed, N failed, N skipped`, counting
-# ctest tests of both stages, the Python tests, one each for the layer and format checks, one for the install
+# ctest tests of both stages, the Python tests, one each for the layer, format and tidy checks, one for the install
 # check, one for the chaos smoke and one per fuzz target;
 # a failing configure or build step counts as one failure. A test that skipped itself (a missing
 # optional component, or the conformance identity check on a clone without ../shared) is never
@@ -25,6 +25,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera-test.XXXXXX")"
 
 finish() {
   local rc=$?
+  if [ -n "${TIDY_PID:-}" ]; then kill "$TIDY_PID" 2>/dev/null || true; fi
   if [ "$rc" -ne 0 ]; then
     if [ -n "$STAGE" ]; then echo "$STAGE wall time: $(seconds_since "$STAGE_T0") s (failed)"; fi
     echo "test.sh: FAILED during: $STEP" >&2
@@ -229,6 +230,13 @@ STEP="stage 1 configure"
 configure_release
 STEP="stage 1 build"
 cmake --build build/release -j"$JOBS"
+# The clang-tidy gate needs the build's compile commands and generated headers, and about 12 CPU
+# minutes: it runs from here to the end in the background at the lowest priority, on the CPU the
+# tests leave idle (pytest is one process), and is collected after the last stage.
+STEP="tidy check (started)"
+nice -n 19 /usr/bin/python3 "$ROOT/scripts/check_tidy.py" --build build/release --jobs "$JOBS" \
+  >"$WORK/tidy.log" 2>&1 &
+TIDY_PID=$!
 STEP="stage 1 ctest"
 run_ctest build/release
 t_python="$(now)"
@@ -276,4 +284,17 @@ done
 echo "stage 2 fuzz smoke wall time: $(seconds_since "$t_fuzz") s"
 echo "stage 2 wall time: $(seconds_since "$STAGE_T0") s"
 STAGE=""
+
+section "tidy check"
+STEP="tidy check"
+t_tidy="$(now)"
+tidy_rc=0
+wait "$TIDY_PID" || tidy_rc=$?
+TIDY_PID=""
+cat "$WORK/tidy.log"
+echo "tidy check: waited $(seconds_since "$t_tidy") s for it after the last stage"
+if [ "$tidy_rc" -eq 0 ]; then PASSED=$((PASSED + 1)); else
+  FAILED=$((FAILED + 1))
+  exit 1
+fi
 STEP="done"

@@ -62,6 +62,7 @@ std::string mb(std::uint64_t bytes) { return cells::format_fixed(static_cast<dou
 // The concatenated cells of the chosen files.
 std::unique_ptr<cells::ConcatCsrSource> open_files(const ConvertInput& in, const std::vector<std::size_t>& files) {
   std::vector<std::unique_ptr<cells::CsrBlockSource>> parts;
+  parts.reserve(files.size());
   for (std::size_t f : files) parts.push_back(in.open(f));
   return std::make_unique<cells::ConcatCsrSource>(std::move(parts));
 }

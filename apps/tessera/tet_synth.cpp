@@ -32,7 +32,7 @@ std::string plural(std::uint64_t n, const char* word) { return std::to_string(n)
 std::string history_time_from_environment() {
   const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
   if (epoch == nullptr || *epoch == '\0') return {};
-  const std::string text(epoch);
+  std::string text(epoch);
   if (text.find_first_not_of("0123456789") != std::string::npos)
     throw UsageError("SOURCE_DATE_EPOCH must be Unix seconds, got \"" + text + "\"");
   return text;

@@ -19,7 +19,7 @@ constexpr const char* kSchemaKey = "obs/schema.json";
 // The tail of a shard fetched when it is opened remotely: the 8-byte trailer and, in the same
 // request, a footer of up to this size (a 100,000-cell shard's is about 7 KiB). A larger footer
 // costs one more request.
-constexpr std::uint64_t kSpeculativeFooterBytes = 256 * 1024;
+constexpr std::uint64_t kSpeculativeFooterBytes = std::uint64_t{256} * 1024;
 
 std::uint64_t shard_count(std::uint64_t n_tiles, std::uint64_t per_file) { return (n_tiles + per_file - 1) / per_file; }
 

@@ -206,7 +206,7 @@ std::vector<std::string> ObsStore::Impl::localize(const std::vector<std::string>
   obs_cache::make_directories(dir);
   io::FileLock lock(fingerprint_dir + "/.lock", "obs cache lock", io::FileLock::Wait::Block, "obs_cache.lock_busy");
   remove_abandoned_cache_temporaries(dir);
-  const std::vector<std::string> missing = missing_now();
+  std::vector<std::string> missing = missing_now();
   if (missing.empty()) return {};
 
   const std::vector<ObsShard>& opened = open_shards();  // C4

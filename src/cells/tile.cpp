@@ -20,7 +20,8 @@ using detail::fail;
 
 Tile Tile::parse(std::shared_ptr<const io::ByteSource> source, const TileOptions& options, std::string name) {
   Tile t;
-  t.name_ = name.empty() ? source->name() : std::move(name);
+  if (name.empty()) t.name_ = source->name();
+  else t.name_ = std::move(name);
   t.object_size_ = source->size();
   if (t.object_size_ > 0) {
     t.data_ = source->view(0, t.object_size_);

@@ -6,7 +6,7 @@
 namespace tessera::cells::detail {
 
 std::optional<FrameExtent> zstd_frame_extent(std::span<const std::byte> src) noexcept {
-  constexpr std::uint64_t kMaxBlock = 128 * 1024;
+  constexpr std::uint64_t kMaxBlock = std::uint64_t{128} * 1024;
   std::uint64_t max_content = 0;
   constexpr std::uint32_t kMagic = 0xFD2FB528u;
   const std::uint64_t size = src.size();

@@ -364,7 +364,7 @@ std::string dataframe_index(const Hdf5File& f, const std::string& group) {
     fail(path, group, "encoding-type is '" + *enc + "', not 'dataframe'");
   const auto index = f.string_attribute(group, "_index");
   if (!index) fail(path, group, "no '_index' attribute naming the index");
-  const std::string object = group + "/" + *index;
+  std::string object = group + "/" + *index;
   if (f.kind(object) != Hdf5Kind::Dataset)
     fail(path, object, "the index named by " + group + "/_index is not a dataset");
   return object;

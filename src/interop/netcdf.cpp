@@ -116,6 +116,7 @@ class NetCdfSource final : public ArraySource {
     std::vector<int> groups(static_cast<std::size_t>(ngroups));
     if (ngroups > 0) check(nc_inq_grps(group, &ngroups, groups.data()), "", "cannot list groups");
     std::vector<std::pair<std::string, int>> named;
+    named.reserve(groups.size());
     for (const int g : groups) named.emplace_back(name_of_group(g), g);
     std::sort(named.begin(), named.end());
     for (const auto& [name, g] : named) walk(g, prefix.empty() ? name : prefix + "/" + name);

@@ -85,7 +85,7 @@ std::optional<std::int64_t> parse_iso_utc(std::string_view s) noexcept {
   const std::string_view zone = s.substr(pos);
   if (!(zone.empty() || zone == "Z" || zone == "+00:00")) return std::nullopt;
   const std::int64_t days = days_from_civil(*y, *mo, *d);
-  const std::int64_t secs = days * 86400 + *h * 3600 + *mi * 60 + *se;
+  const std::int64_t secs = days * 86400 + std::int64_t{*h} * 3600 + std::int64_t{*mi} * 60 + *se;
   if (secs > std::numeric_limits<std::int64_t>::max() / 1000000000 - 1 ||
       secs < std::numeric_limits<std::int64_t>::min() / 1000000000 + 1)
     return std::nullopt;

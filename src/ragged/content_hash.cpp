@@ -80,6 +80,7 @@ std::string hash_array(const zarr::Array& array) {
 
 std::string combined_hash(const std::map<std::string, std::string>& arrays) {
   std::vector<std::string> digests;
+  digests.reserve(arrays.size());
   for (const auto& [name, hex] : arrays) digests.push_back(hex);
   std::sort(digests.begin(), digests.end());
   std::string joined;

@@ -78,6 +78,7 @@ SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
     double x, y, r;
   };
   std::vector<Swath> swaths;
+  swaths.reserve(3);
   for (int i = 0; i < 3; ++i)
     swaths.push_back({rng.uniform() * side, rng.uniform() * side, side * (0.25 + 0.2 * rng.uniform())});
   // Closeness to the nearest swath centre (0 outside every swath, 1 at a centre); the population

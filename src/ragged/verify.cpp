@@ -129,6 +129,7 @@ class Verifier {
       for (const auto& object : payload.list_stored_objects()) {
         const auto stored = payload.read_object(object);
         std::vector<zarr::StoredObject> bound;
+        bound.reserve(companions.size());
         for (const auto* c : companions) bound.push_back(c->array().read_object(object));
         for (std::uint64_t inner = 0; inner < stored.chunk_count(); ++inner) {
           const auto read_chunk = payload.read_chunk_of(object, inner);

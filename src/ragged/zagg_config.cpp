@@ -275,7 +275,7 @@ class ConfigReader {
     static const std::regex iso(R"((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2}))");
     std::smatch m;
     if (!std::regex_match(epoch, m, iso)) fail(key + ".epoch", "'" + epoch + "': expected YYYY-MM-DDTHH:MM:SS");
-    const auto number = [&](int i) { return std::stoi(m[i].str()); };
+    const auto number = [&](int i) { return std::int64_t{std::stoi(m[i].str())}; };
     const std::int64_t days =
         days_from_civil(number(1), static_cast<unsigned>(number(2)), static_cast<unsigned>(number(3))) -
         days_from_civil(1980, 1, 6);

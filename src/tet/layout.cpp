@@ -52,10 +52,12 @@ std::vector<DatasetRecord> parse_directory(const io::ByteSource& src, std::uint3
     need(16 * std::uint64_t{ndim});
     rec.shape.resize(ndim);
     rec.chunk_shape.resize(ndim);
-    for (std::uint32_t d = 0; d < ndim; ++d) rec.shape[d] = load_le<std::uint64_t>(blob.data() + cur + 8 * d);
-    cur += 8 * ndim;
-    for (std::uint32_t d = 0; d < ndim; ++d) rec.chunk_shape[d] = load_le<std::uint64_t>(blob.data() + cur + 8 * d);
-    cur += 8 * ndim;
+    for (std::uint32_t d = 0; d < ndim; ++d)
+      rec.shape[d] = load_le<std::uint64_t>(blob.data() + cur + std::size_t{8} * d);
+    cur += std::size_t{8} * ndim;
+    for (std::uint32_t d = 0; d < ndim; ++d)
+      rec.chunk_shape[d] = load_le<std::uint64_t>(blob.data() + cur + std::size_t{8} * d);
+    cur += std::size_t{8} * ndim;
     if (!is_valid_utf8(rec.name)) fail(src, "dataset directory", "invalid UTF-8 in dataset name");
     records.push_back(std::move(rec));
   }

@@ -182,8 +182,8 @@ namespace {
 // What a remote open fetches first, in one parallel batch: this much of the head (superblock,
 // dataset directory and, for up to about a thousand chunks, the chunk index) and of the tail
 // (footer). Ranges closer than 1 MiB are one request, so a file under about 1 MiB is read whole.
-constexpr std::uint64_t kSpeculativeHeadBytes = 64 * 1024;
-constexpr std::uint64_t kSpeculativeTailBytes = 64 * 1024;
+constexpr std::uint64_t kSpeculativeHeadBytes = std::uint64_t{64} * 1024;
+constexpr std::uint64_t kSpeculativeTailBytes = std::uint64_t{64} * 1024;
 
 // A source that is not memory-resident (a remote object, a pread file) is wrapped so that the
 // metadata reads of the open are served from one prefetch instead of one request each.
@@ -205,7 +205,7 @@ TetFile TetFile::open(std::shared_ptr<const io::ByteSource> source) {
   const std::string& path = source->name();
   if (auto broken = dataset_id_violation(layout)) throw FormatError(*broken, path, "chunk index");
   for (auto& broken : dataset_rule_violations(layout))
-    if (broken) throw FormatError(std::move(*broken), path, "dataset directory");
+    if (broken) throw FormatError(*broken, path, "dataset directory");
 
   TetFile file(std::move(source), std::move(layout));
   const Layout& L = file.layout_;

@@ -247,7 +247,7 @@ void validate_operation(const QueryOperation& op) {
 
 std::string bounded_path(const std::string& name, const Json& v, const std::string& type_text) {
   if (!v.is_string()) fail(type_text);
-  const auto s = v.get<std::string>();
+  auto s = v.get<std::string>();
   if (s.empty()) fail("`" + name + "` path must not be empty");
   if (s.size() > kMaxNameBytes)
     fail("`" + name + "` path exceeds maximum length (" + std::to_string(s.size()) + " > 1024)");

@@ -52,7 +52,7 @@ std::vector<Unit> make_units(const std::vector<Group>& groups) {
 }
 
 std::vector<CellBlock> make_blocks(const Reduction& red, const TileWalk& w, std::size_t cell_bytes) {
-  constexpr std::uint64_t kBlockBytes = 256 * 1024;
+  constexpr std::uint64_t kBlockBytes = std::uint64_t{256} * 1024;
   const std::uint64_t target = std::max<std::uint64_t>(1, kBlockBytes / cell_bytes);
   std::vector<std::size_t> kept;
   std::uint64_t inner = 1;

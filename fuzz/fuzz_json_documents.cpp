@@ -1,5 +1,6 @@
 // Fuzz target for the JSON rules every format shares (docs/reliability.md): the strict parser
-// with its nesting limit, the selection parser, the TOML nesting bound and the message escaping.
+// with its nesting limit, the selection parser, the cells where-document parser, the TOML nesting
+// bound and the message escaping.
 // Only tessera::Error may escape. Cross-checks: an accepted document nests within the limit and
 // reads back identically from its own dump; printable_text always yields valid UTF-8.
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "tessera/cells/obs_filter.hpp"
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/text.hpp"
@@ -20,6 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)tessera::tet::toml_nesting_depth(text);
   try {
     (void)tessera::tet::parse_selection_text(std::string(text));
+  } catch (const tessera::Error&) {
+  }
+  try {
+    (void)tessera::cells::parse_obs_where(text);
   } catch (const tessera::Error&) {
   }
   json::Json tree;

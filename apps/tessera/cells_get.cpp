@@ -1,5 +1,6 @@
-// `tessera cells get PATH CELLS [--json] [--names] [--genes NAMES] [--obs COLS] [--cache-dir DIR]
-// [--no-verify]` (spec deltacells.md §9.5): prints the CSR batch of the requested cells, or only
+// `tessera cells get PATH [CELLS] [--where JSON] [--json] [--names] [--genes NAMES] [--obs COLS]
+// [--cache-dir DIR] [--no-verify]` (spec deltacells.md §9.5): prints the CSR batch of the requested
+// cells (those of CELLS, of --where's obs filter, or the listed ones that meet it), or only
 // the nonzeros of the genes named by --genes. CELLS is a
 // comma-separated list of indices and half-open ranges `a:b`; a malformed list is a usage error
 // (exit 2), an index outside the dataset a runtime error naming the valid range (exit 1).
@@ -12,6 +13,7 @@
 #include "cells_commands.hpp"
 #include "commands.hpp"
 #include "tessera/cells/dataset.hpp"
+#include "tessera/cells/obs_filter.hpp"
 #include "tessera/cells/report.hpp"
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
@@ -27,6 +29,7 @@ struct GetArgs {
   std::string obs;
   std::string cache_dir;
   std::string genes;
+  std::string where;
   bool no_verify = false;
 };
 
@@ -91,6 +94,21 @@ std::vector<std::int64_t> parse_cells(const std::string& text) {
   return out;
 }
 
+// The cells meeting `where`: with a CELLS list, the listed ones that meet it, in listed order
+// (repeats kept); without, every one that does, ascending.
+std::vector<std::int64_t> select_where(const std::vector<std::int64_t>& listed, bool has_list, cells::ObsStore& store,
+                                       std::uint64_t n_cells, const std::vector<cells::ObsCondition>& where) {
+  for (const auto c : listed)  // an index outside the dataset is an error, not a cell the filter drops
+    if (c < 0 || static_cast<std::uint64_t>(c) >= n_cells)
+      throw UsageError("cell " + std::to_string(c) + " outside the valid range [0, " + std::to_string(n_cells) + ")");
+  std::vector<std::int64_t> chosen = cells::filter_cells(store, static_cast<std::int64_t>(n_cells), where);
+  if (!has_list) return chosen;
+  std::vector<std::int64_t> out;
+  for (const auto c : listed)
+    if (std::binary_search(chosen.begin(), chosen.end(), c)) out.push_back(c);
+  return out;
+}
+
 }  // namespace
 
 void register_cells_get(CLI::App& cells, int& rc) {
@@ -98,30 +116,40 @@ void register_cells_get(CLI::App& cells, int& rc) {
   CLI::App* cmd = cells.add_subcommand("get", "Print the nonzeros of some cells of a deltacells dataset");
   cmd->add_option("PATH", a->path, "dataset directory (local path, file://, http(s)://, s3:// or gs:// URI)")
       ->required();
-  cmd->add_option("CELLS", a->cells, "comma-separated cell indices and ranges a:b, e.g. 9,0,4,4,3 or 0:10")->required();
+  cmd->add_option("CELLS", a->cells, "comma-separated cell indices and ranges a:b, e.g. 9,0,4,4,3 or 0:10");
   cmd->add_flag("--json", a->json, "one JSON line {\"indptr\", \"indices\", \"values\"}");
   cmd->add_flag("--names", a->names, "print gene names from var_names.txt instead of column numbers");
   CLI::Option* obs = cmd->add_option("--obs", a->obs, "obs columns to print (comma-separated)");
   cmd->add_option("--cache-dir", a->cache_dir, "obs cache root");
   cmd->add_option("--genes", a->genes, "only the nonzeros of these genes (names from var_names.txt, comma-separated)");
+  cmd->add_option("--where", a->where,
+                  "only cells whose obs values meet this JSON document, e.g. '{\"cell_type\": [\"B\", \"T\"]}'");
   cmd->add_flag("--no-verify", a->no_verify, "skip the CRC check of fetched tiles");
   cmd->callback([a, &rc, obs] {
-    const std::vector<std::int64_t> cells = parse_cells(a->cells);
+    if (a->cells.empty() && a->where.empty()) throw CLI::ValidationError("CELLS", "give CELLS, --where or both");
+    std::vector<std::int64_t> cells = a->cells.empty() ? std::vector<std::int64_t>{} : parse_cells(a->cells);
+    const auto where = a->where.empty() ? std::vector<cells::ObsCondition>{} : cells::parse_obs_where(a->where);
     std::shared_ptr<cells::Dataset> ds = cells::Dataset::open(a->path, {.verify_crc = !a->no_verify});
+    // --where and --obs read the obs through the cache (columns localized first, with a warning).
+    std::unique_ptr<cells::ObsStore> store;
+    if (obs->count() > 0 || !a->where.empty()) {
+      if (!ds->manifest().has_obs)
+        throw UsageError(std::string(obs->count() > 0 ? "--obs" : "--where") + ": this dataset has no obs");
+      store = std::make_unique<cells::ObsStore>(
+          std::shared_ptr<const io::Store>(ds, &ds->store()), ds->manifest(),
+          cells::ObsOpenOptions{.cache_dir = a->cache_dir,
+                                .warn = [](const std::string& w) { write_stream(stderr, "warning: " + w + "\n"); },
+                                .threads = 8});
+    }
+    if (!a->where.empty()) cells = select_where(cells, !a->cells.empty(), *store, ds->n_cells(), where);
     cells::SparseBatch b = ds->get_batch(cells, cells::Values::Int32);
     if (!a->genes.empty()) b = only_genes(b, ds->var_names(), split_column_names(a->genes));
-    // --obs: the columns through the obs cache (localized first if needed, with a warning).
     std::vector<cells::ObsTakeColumn> obs_columns;
     std::vector<columnar::ColumnType> stored;
     if (obs->count() > 0) {
-      if (!ds->manifest().has_obs) throw UsageError("--obs: this dataset has no obs");
-      cells::ObsStore store(std::shared_ptr<const io::Store>(ds, &ds->store()), ds->manifest(),
-                            {.cache_dir = a->cache_dir,
-                             .warn = [](const std::string& w) { write_stream(stderr, "warning: " + w + "\n"); },
-                             .threads = 8});
       const auto names = split_column_names(a->obs);
-      obs_columns = store.take(cells, names);
-      for (const auto& c : obs_columns) stored.push_back(store.schema().column(c.name).type);
+      obs_columns = store->take(cells, names);
+      for (const auto& c : obs_columns) stored.push_back(store->schema().column(c.name).type);
     }
     const std::vector<std::string>* names = nullptr;
     if (a->names) {
@@ -131,7 +159,13 @@ void register_cells_get(CLI::App& cells, int& rc) {
     std::string out;
     if (a->json) {
       codec::json::JsonWriter w(out, codec::json::DumpOptions::python_default());
-      w.begin_object().key("indptr").begin_array();
+      w.begin_object();
+      if (!a->where.empty()) {  // the cells --where chose, which the caller cannot know otherwise
+        w.key("cells").begin_array();
+        for (const auto c : cells) w.value(c);
+        w.end_array();
+      }
+      w.key("indptr").begin_array();
       for (const auto v : b.indptr) w.value(v);
       w.end_array().key("indices").begin_array();
       for (std::size_t j = 0; j < b.indices.size(); ++j) {

@@ -19,6 +19,7 @@
 #include "tessera/cells/dataset.hpp"
 #include "tessera/cells/epoch.hpp"
 #include "tessera/cells/manifest.hpp"
+#include "tessera/cells/obs_filter.hpp"
 #include "tessera/cells/obs_schema.hpp"
 #include "tessera/cells/obs_store.hpp"
 #include "tessera/cells/var_table.hpp"
@@ -484,6 +485,20 @@ class PyCellsObs {
     return out;
   }
 
+  // Sorted int64 cells meeting the where document (JSON text, include/tessera/cells/obs_filter.hpp).
+  py::array filter(const std::string& where_json) {
+    const auto where = cells::parse_obs_where(where_json, "where");
+    std::vector<std::int64_t> out;
+    {
+      py::gil_scoped_release release;
+      const auto lock = obs_lock();
+      const auto ds_lock = ds_.open_lock();
+      out = cells::filter_cells(*obs_, static_cast<std::int64_t>(ds_.shared()->n_cells()), where);
+    }
+    flush_warnings();
+    return to_numpy(std::move(out));
+  }
+
   // Drops the store and its memory-mapped cache files.
   void close() {
     py::gil_scoped_release release;
@@ -578,6 +593,7 @@ void bind_cells(py::module_& m) {
       .def("localized_columns", &PyCellsObs::localized_columns)
       .def("column_nbytes", &PyCellsObs::column_nbytes)
       .def("take", &PyCellsObs::take, py::arg("cells"), py::arg("columns"))
+      .def("filter", &PyCellsObs::filter, py::arg("where_json"))
       .def("close", &PyCellsObs::close);
 }
 

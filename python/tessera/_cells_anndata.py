@@ -6,6 +6,7 @@ nor anndata.
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Optional, Sequence
 
@@ -85,61 +86,36 @@ _MEMBERSHIP = (list, set, frozenset, np.ndarray)
 
 
 def obs_filter(obs, where: dict) -> np.ndarray:
-    """Sorted int64 cells matching every condition of `where` (see `Obs.filter`)."""
+    """Sorted int64 cells matching every condition of `where` (see `Obs.filter`): the Python
+    conditions become the library's JSON where document, which the library evaluates (the same
+    code as `tessera cells get --where`)."""
     if not isinstance(where, dict):
         raise UsageError(f"where must be a dict {{column: condition}}, got {type(where).__name__}")
-    n = obs._dataset.n_cells
-    schema = obs.schema
-    unknown = [c for c in where if c not in schema]
-    if unknown:
-        raise UsageError(f"unknown obs columns {unknown} in where; the obs columns are {list(schema)}")
-    mask = np.ones(n, dtype=bool)
-    if not where:
-        return np.arange(n, dtype=np.int64)
-    obs.localize(list(where))
-    taken = obs._native.take(np.arange(n, dtype=np.int64), list(where))
-    for name, kind, values, validity, categories in taken:
-        mask &= _condition_mask(name, kind, values, validity, categories, where[name])
-    return np.flatnonzero(mask).astype(np.int64)
+    document = {str(name): _where_condition(name, cond) for name, cond in where.items()}
+    try:
+        text = json.dumps(document, allow_nan=False)
+    except ValueError:
+        raise UsageError(f"where: NaN is no value a filter can compare with ({where!r})") from None
+    return obs._native.filter(text)
 
 
-def _condition_mask(name, kind, values, validity, categories, cond) -> np.ndarray:
-    valid = np.ones(len(values), dtype=bool) if validity is None else np.asarray(validity, dtype=bool)
-    if kind == "category":
-        valid = valid & (np.asarray(values) >= 0)
-    elif kind == "string":
-        valid = valid & np.array([v is not None for v in values], dtype=bool)
-    elif kind == "numeric" and values.dtype.kind == "f":
-        valid = valid & ~np.isnan(values)  # integers with missing values come back as float64 with NaN
-    if cond is None:
-        return ~valid
+def _where_value(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _where_condition(name, cond):
+    """One Python condition as a where-document condition: a (lo, hi) tuple becomes
+    {"ge": lo, "lt": hi}, sets and arrays become lists, numpy scalars Python numbers."""
     if isinstance(cond, tuple):
-        if kind != "numeric":
-            raise UsageError(f"obs column {name!r} is {kind}: a (lo, hi) range needs a numeric column")
         if len(cond) != 2:
             raise UsageError(f"range for obs column {name!r} must be (lo, hi), got {cond!r}")
-        lo, hi = cond
-        out = valid.copy()
-        if lo is not None:
-            out &= values >= lo
-        if hi is not None:
-            out &= values < hi
-        return out
-    wanted = list(cond) if isinstance(cond, _MEMBERSHIP) else [cond]
-    if any(isinstance(w, (dict, tuple)) or w is None for w in wanted):
-        raise UsageError(f"obs column {name!r}: a list of values may hold only values, got {cond!r}")
-    if kind == "category":
-        index = {c: k for k, c in enumerate(categories)}
-        codes = [index[w] for w in wanted if w in index]
-        return valid & np.isin(values, np.array(codes, dtype=np.int64))
-    if kind == "string":
-        wanted_set = set(w for w in wanted if isinstance(w, str))
-        return valid & np.fromiter((v in wanted_set for v in values), dtype=bool, count=len(values))
-    if kind in ("numeric", "bool"):
-        if any(isinstance(w, str) for w in wanted):
-            raise UsageError(f"obs column {name!r} is {kind}: compare it with numbers, not strings ({cond!r})")
-        return valid & np.isin(values, np.array(wanted))
-    raise UsageError(f"obs column {name!r} has kind {kind!r}, which filter does not support")
+        return {"ge": _where_value(cond[0]), "lt": _where_value(cond[1])}
+    if isinstance(cond, _MEMBERSHIP):
+        wanted = [_where_value(w) for w in cond]
+        if any(w is None or isinstance(w, (dict, tuple, list)) for w in wanted):
+            raise UsageError(f"obs column {name!r}: a list of values may hold only values, got {cond!r}")
+        return wanted
+    return _where_value(cond)
 
 
 # ---- AnnData ---------------------------------------------------------------------------------

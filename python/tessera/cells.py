@@ -391,10 +391,11 @@ class Obs:
     def filter(self, where: dict) -> np.ndarray:
         """Sorted int64 cells whose values meet every condition of `where` (`{column: condition}`,
         combined with AND). A condition is a value (equality), a list/set/array of values
-        (membership), a `(lo, hi)` tuple (numeric columns: `lo <= v < hi`, either bound None for
-        open) or None (the value is missing). Missing values match only None. The columns are
-        localized first. tessera.UsageError for unknown columns or a condition the column's kind
-        does not support."""
+        (membership), a `(lo, hi)` tuple or `{"ge": lo, "lt": hi}` dict (numeric columns:
+        `lo <= v < hi`, either bound None for open) or None (the value is missing). Missing values
+        match only None. The library evaluates it, as `tessera cells get --where` does. The columns
+        are localized first. tessera.UsageError for unknown columns or a condition the column's
+        kind does not support."""
         from . import _cells_anndata
 
         return _cells_anndata.obs_filter(self, where)

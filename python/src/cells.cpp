@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "tessera/cells/batch_columns.hpp"
 #include "tessera/cells/dataset.hpp"
 #include "tessera/cells/epoch.hpp"
 #include "tessera/cells/manifest.hpp"
@@ -244,14 +245,17 @@ class PyCellsDataset {
     return ds_->batch_nnz(c);
   }
 
-  py::tuple get_batch(const py::handle& cells, const std::string& values) {
+  // `positions` (stored columns, or None): only those columns, in that order (select_columns).
+  py::tuple get_batch(const py::handle& cells, const std::string& values, const py::handle& positions) {
     const auto c = as_index_vector(cells);
     const Values v = parse_values(values);
+    const auto columns = positions.is_none() ? std::vector<std::int64_t>{} : as_index_vector(positions);
     cells::SparseBatch batch = pools_.take(v);
     {
       py::gil_scoped_release release;
       const auto lock = open_lock();
       ds_->get_batch(c, v, batch);
+      if (!positions.is_none()) batch = cells::select_columns(batch, columns);
     }
     return pools_.lend(std::move(batch));
   }
@@ -538,7 +542,47 @@ class PyCellsObs {
 
 }  // namespace
 
+// select_columns on raw batch arrays (indptr int64, indices int32, values float32 or int32): the
+// batches an epoch yields, which do not go through get_batch.
+py::tuple select_raw_columns(const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& indptr,
+                             const py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>& indices,
+                             const py::array& values, std::uint64_t n_genes, const py::handle& positions) {
+  cells::SparseBatch batch;
+  batch.n_genes = n_genes;
+  batch.indptr.assign(indptr.data(), indptr.data() + indptr.size());
+  batch.indices.assign(indices.data(), indices.data() + indices.size());
+  const bool int32 = py::dtype::of<std::int32_t>().is(values.dtype());
+  batch.values = int32 ? Values::Int32 : Values::Float32;
+  if (int32) {
+    const auto v = py::array_t<std::int32_t, py::array::c_style>::ensure(values);
+    batch.values_int32.assign(v.data(), v.data() + v.size());
+  } else {
+    const auto v = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(values);
+    batch.values_float32.assign(v.data(), v.data() + v.size());
+  }
+  if (batch.indptr.empty() || static_cast<std::uint64_t>(batch.indptr.back()) != batch.indices.size() ||
+      batch.indices.size() != (int32 ? batch.values_int32.size() : batch.values_float32.size()))
+    throw UsageError("select_columns: indptr, indices and values do not describe one CSR batch");
+  for (std::size_t r = 0; r + 1 < batch.indptr.size(); ++r)
+    if (batch.indptr[r] < 0 || batch.indptr[r] > batch.indptr[r + 1])
+      throw UsageError("select_columns: indptr is not ascending from 0");
+  for (const auto j : batch.indices)
+    if (j < 0 || static_cast<std::uint64_t>(j) >= n_genes)
+      throw UsageError("select_columns: a column index outside [0, n_genes)");
+  const auto columns = as_index_vector(positions);
+  cells::SparseBatch out;
+  {
+    py::gil_scoped_release release;
+    out = cells::select_columns(batch, columns);
+  }
+  py::array values_out =
+      int32 ? py::array(to_numpy(std::move(out.values_int32))) : py::array(to_numpy(std::move(out.values_float32)));
+  return py::make_tuple(to_numpy(std::move(out.indptr)), to_numpy(std::move(out.indices)), values_out);
+}
+
 void bind_cells(py::module_& m) {
+  m.def("cells_select_columns", &select_raw_columns, py::arg("indptr"), py::arg("indices"), py::arg("values"),
+        py::arg("n_genes"), py::arg("positions"));
   py::class_<PyCellsDataset>(m, "CellsDataset")
       .def(py::init<const std::string&, int, int, int, int, bool>(), py::arg("path"), py::arg("max_cached_tiles") = 2,
            py::arg("max_prefetch_tiles") = 8, py::arg("io_threads") = 4, py::arg("decode_threads") = 1,
@@ -564,7 +608,8 @@ void bind_cells(py::module_& m) {
       .def("prefetch", &PyCellsDataset::prefetch, py::arg("tiles"))
       .def("prefetch_cells", &PyCellsDataset::prefetch_cells, py::arg("cells"))
       .def("batch_nnz", &PyCellsDataset::batch_nnz, py::arg("cells"))
-      .def("get_batch", &PyCellsDataset::get_batch, py::arg("cells"), py::arg("values") = "float32")
+      .def("get_batch", &PyCellsDataset::get_batch, py::arg("cells"), py::arg("values") = "float32",
+           py::arg("positions") = py::none())
       .def("stats", &PyCellsDataset::stats)
       .def("close", &PyCellsDataset::close);
 

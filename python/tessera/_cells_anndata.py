@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from . import _tessera
 from ._tessera import UsageError
 
 # ---- genes -----------------------------------------------------------------------------------
@@ -50,26 +51,13 @@ def gene_positions(ds, genes: Any) -> np.ndarray:
     return arr
 
 
-def select_columns(x, positions: Optional[np.ndarray]):
-    """`x[:, positions]` with sorted indices (x itself when positions is None)."""
-    if positions is None:
-        return x
-    out = x[:, positions]
-    if not out.has_sorted_indices:
-        out.sort_indices()
-    return out
-
-
 def select_raw(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, n_genes: int,
                positions: Optional[np.ndarray]):
-    """`select_columns` on a raw batch: (indptr int64, indices int32, values)."""
+    """`x[:, positions]` with sorted indices on a raw batch (indptr int64, indices int32, values),
+    done by the library (cells/batch_columns); the batch itself when positions is None."""
     if positions is None:
         return indptr, indices, values
-    import scipy.sparse
-
-    x = scipy.sparse.csr_matrix((values, indices, indptr), shape=(len(indptr) - 1, n_genes), copy=False)
-    x = select_columns(x, positions)
-    return x.indptr.astype(np.int64), x.indices.astype(np.int32), x.data
+    return _tessera.cells_select_columns(indptr, indices, values, n_genes, positions)
 
 
 def source_positions(ds) -> Optional[np.ndarray]:
@@ -156,7 +144,7 @@ def to_anndata(ds, cells: Any = None, genes: Any = None, obs: Optional[Sequence[
         positions = gene_positions(ds, genes)
     else:
         positions = source_positions(ds) if order == "source" else None
-    x = select_columns(ds.get_batch(rows, values=values), positions)
+    x = ds.get_batch(rows, values=values, genes=positions)  # columns chosen and reordered by the library
     var = var_frame(ds)
     if positions is not None:
         var = var.iloc[positions]

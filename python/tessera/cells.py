@@ -205,9 +205,7 @@ class Dataset:
             from . import _cells_anndata
 
             positions = _cells_anndata.gene_positions(self, genes)
-        indptr, indices, data = self._native.get_batch(_cells_array(cells, self.n_cells), values)
-        if positions is not None:
-            indptr, indices, data = _cells_anndata.select_raw(indptr, indices, data, self.n_genes, positions)
+        indptr, indices, data = self._native.get_batch(_cells_array(cells, self.n_cells), values, positions)
         if format == "raw":
             return indptr, indices, data
         return _csr(indptr, indices, data, self.n_genes if positions is None else len(positions))

@@ -255,7 +255,7 @@ class PyCellsDataset {
       py::gil_scoped_release release;
       const auto lock = open_lock();
       ds_->get_batch(c, v, batch);
-      if (!positions.is_none()) batch = cells::select_columns(batch, columns);
+      if (!positions.is_none()) batch = cells::select_columns(std::move(batch), columns);
     }
     return pools_.lend(std::move(batch));
   }
@@ -573,7 +573,7 @@ py::tuple select_raw_columns(const py::array_t<std::int64_t, py::array::c_style 
   cells::SparseBatch out;
   {
     py::gil_scoped_release release;
-    out = cells::select_columns(batch, columns);
+    out = cells::select_columns(std::move(batch), columns);
   }
   py::array values_out =
       int32 ? py::array(to_numpy(std::move(out.values_int32))) : py::array(to_numpy(std::move(out.values_float32)));

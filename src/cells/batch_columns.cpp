@@ -2,6 +2,10 @@
 // column to its output columns; then, block by block of rows, the kept nonzeros are counted,
 // scattered into output columns (a counting sort) and gathered back into rows column by column,
 // so every row comes out with ascending indices without a comparison sort.
+//
+// When no stored column is asked for twice, a block never has more nonzeros out than in, so its
+// output fits where its input was: the batch's own buffers are reused, and a large batch does
+// not fault in a second copy of itself (on these machines fresh pages cost more than the sort).
 #include "tessera/cells/batch_columns.hpp"
 
 #include <algorithm>
@@ -15,36 +19,78 @@
 namespace tessera::cells {
 namespace {
 
-// Rows per block: a block's nonzeros (a few hundred thousand bytes) stay in cache while they are
+// Rows per block: a block's nonzeros (a few hundred kilobytes) stay in cache while they are
 // scattered into columns and gathered back.
 constexpr std::uint64_t kBlockRows = 256;
 
+// Stored column -> output columns, as a CSR over the stored columns (`first`, `targets`).
+struct ColumnMap {
+  std::vector<std::uint64_t> first;
+  std::vector<std::int32_t> targets;
+  bool repeats = false;  // some stored column has more than one output column
+  // Without repeats: the output column of each stored column, -1 when it is not kept (one load
+  // per nonzero instead of two).
+  std::vector<std::int32_t> single;
+
+  ColumnMap(std::uint64_t n_genes, std::span<const std::int64_t> positions) : first(n_genes + 1, 0) {
+    for (const std::int64_t p : positions) {
+      if (p < 0 || static_cast<std::uint64_t>(p) >= n_genes)
+        throw UsageError("gene column " + std::to_string(p) + " outside [0, " + std::to_string(n_genes) + ")");
+      if (++first[static_cast<std::uint64_t>(p) + 1] > 1) repeats = true;
+    }
+    for (std::uint64_t s = 0; s < n_genes; ++s) first[s + 1] += first[s];
+    targets.resize(positions.size());
+    std::vector<std::uint64_t> fill(first.begin(), first.end() - 1);
+    for (std::size_t k = 0; k < positions.size(); ++k)
+      targets[fill[static_cast<std::uint64_t>(positions[k])]++] = static_cast<std::int32_t>(k);
+    if (!repeats) {
+      single.assign(n_genes, -1);
+      for (std::size_t k = 0; k < positions.size(); ++k)
+        single[static_cast<std::uint64_t>(positions[k])] = static_cast<std::int32_t>(k);
+    }
+  }
+  // Calls f(output column) for each output column of `stored`.
+  template <typename F>
+  void for_each_target(std::int32_t stored, F&& f) const {
+    const auto s = static_cast<std::uint64_t>(stored);
+    if (!repeats) {
+      if (single[s] >= 0) f(static_cast<std::uint64_t>(single[s]));
+      return;
+    }
+    for (std::uint64_t t = first[s]; t < first[s + 1]; ++t) f(static_cast<std::uint64_t>(targets[t]));
+  }
+  std::uint64_t multiplicity(std::int32_t stored) const noexcept {
+    const auto s = static_cast<std::uint64_t>(stored);
+    return first[s + 1] - first[s];
+  }
+};
+
+// The selection from (indptr_in, indices_in, values_in) into (indptr_out, indices_out,
+// values_out), which may be the input's own index and value buffers when the map has no repeats:
+// a block's reads all happen before its writes, and its writes end where its input ended.
 template <typename V>
-void select_rows(const SparseBatch& in, const std::vector<std::uint64_t>& first,
-                 const std::vector<std::int32_t>& targets, const std::vector<V>& values_in, SparseBatch& out,
-                 std::vector<V>& values_out) {
-  const std::uint64_t rows = in.n_rows(), columns = out.n_genes;
+void select_rows(const std::vector<std::int64_t>& indptr_in, const std::int32_t* indices_in, const V* values_in,
+                 const ColumnMap& map, std::uint64_t columns, std::vector<std::int64_t>& indptr_out,
+                 std::int32_t* indices_out, V* values_out) {
+  const std::uint64_t rows = indptr_in.size() - 1;
   std::vector<std::uint64_t> column_start(columns + 1);
   std::vector<std::uint64_t> row_cursor(kBlockRows);
   std::vector<std::uint16_t> column_rows;  // row within the block of each scattered nonzero
   std::vector<V> column_values;
-  out.indptr.assign(rows + 1, 0);
-  out.indices.reserve(in.indices.size());
-  values_out.reserve(in.indices.size());
+  indptr_out.assign(rows + 1, 0);
   for (std::uint64_t r0 = 0; r0 < rows; r0 += kBlockRows) {
     const std::uint64_t r1 = std::min(rows, r0 + kBlockRows);
-    const auto begin = static_cast<std::uint64_t>(in.indptr[r0]), end = static_cast<std::uint64_t>(in.indptr[r1]);
+    const auto begin = static_cast<std::uint64_t>(indptr_in[r0]), end = static_cast<std::uint64_t>(indptr_in[r1]);
     // Count the block's nonzeros per output column and per row.
     std::fill(column_start.begin(), column_start.end(), 0);
     for (std::uint64_t r = r0; r < r1; ++r) {
       std::uint64_t kept = 0;
-      for (auto j = static_cast<std::uint64_t>(in.indptr[r]); j < static_cast<std::uint64_t>(in.indptr[r + 1]); ++j) {
-        const auto s = static_cast<std::uint64_t>(in.indices[j]);
-        for (std::uint64_t t = first[s]; t < first[s + 1]; ++t)
-          ++column_start[static_cast<std::uint64_t>(targets[t]) + 1];
-        kept += first[s + 1] - first[s];
-      }
-      out.indptr[r + 1] = out.indptr[r] + static_cast<std::int64_t>(kept);
+      for (auto j = static_cast<std::uint64_t>(indptr_in[r]); j < static_cast<std::uint64_t>(indptr_in[r + 1]); ++j)
+        map.for_each_target(indices_in[j], [&](std::uint64_t k) {
+          ++column_start[k + 1];
+          ++kept;
+        });
+      indptr_out[r + 1] = indptr_out[r] + static_cast<std::int64_t>(kept);
     }
     for (std::uint64_t k = 0; k < columns; ++k) column_start[k + 1] += column_start[k];
     // Scatter into columns, rows ascending within each (rows are visited in order).
@@ -52,52 +98,58 @@ void select_rows(const SparseBatch& in, const std::vector<std::uint64_t>& first,
     column_rows.resize(block_nnz);
     column_values.resize(block_nnz);
     for (std::uint64_t j = begin, r = r0; j < end; ++j) {
-      while (static_cast<std::uint64_t>(in.indptr[r + 1]) <= j) ++r;
-      const auto s = static_cast<std::uint64_t>(in.indices[j]);
-      for (std::uint64_t t = first[s]; t < first[s + 1]; ++t) {
-        const std::uint64_t at = column_start[static_cast<std::uint64_t>(targets[t])]++;
+      while (static_cast<std::uint64_t>(indptr_in[r + 1]) <= j) ++r;
+      map.for_each_target(indices_in[j], [&](std::uint64_t k) {
+        const std::uint64_t at = column_start[k]++;
         column_rows[at] = static_cast<std::uint16_t>(r - r0);
         column_values[at] = values_in[j];
-      }
+      });
     }
     // column_start[k] is now the end of column k: gather back into rows, columns ascending.
-    const auto base = static_cast<std::uint64_t>(out.indptr[r0]);
-    out.indices.resize(base + block_nnz);
-    values_out.resize(base + block_nnz);
-    for (std::uint64_t r = r0; r < r1; ++r) row_cursor[r - r0] = static_cast<std::uint64_t>(out.indptr[r]);
+    for (std::uint64_t r = r0; r < r1; ++r) row_cursor[r - r0] = static_cast<std::uint64_t>(indptr_out[r]);
     for (std::uint64_t k = 0, at = 0; k < columns; ++k)
       for (; at < column_start[k]; ++at) {
         const std::uint64_t to = row_cursor[column_rows[at]]++;
-        out.indices[to] = static_cast<std::int32_t>(k);
+        indices_out[to] = static_cast<std::int32_t>(k);
         values_out[to] = column_values[at];
       }
   }
 }
 
-}  // namespace
-
-SparseBatch select_columns(const SparseBatch& batch, std::span<const std::int64_t> positions) {
-  if (positions.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-    throw LimitError("select_columns: more than 2^31 - 1 columns");
-  // Output columns of each stored column, as a CSR over the stored columns (ascending within each).
-  std::vector<std::uint64_t> first(batch.n_genes + 1, 0);
-  for (const std::int64_t p : positions) {
-    if (p < 0 || static_cast<std::uint64_t>(p) >= batch.n_genes)
-      throw UsageError("gene column " + std::to_string(p) + " outside [0, " + std::to_string(batch.n_genes) + ")");
-    ++first[static_cast<std::uint64_t>(p) + 1];
+template <typename V>
+SparseBatch select_values(SparseBatch&& batch, std::vector<V> SparseBatch::*values, const ColumnMap& map,
+                          std::uint64_t columns) {
+  if (!map.repeats) {  // in place: the output fits where the input was
+    const std::vector<std::int64_t> indptr_in = batch.indptr;
+    std::vector<V>& v = batch.*values;
+    select_rows(indptr_in, batch.indices.data(), v.data(), map, columns, batch.indptr, batch.indices.data(), v.data());
+    const auto nnz = static_cast<std::size_t>(batch.indptr.back());
+    batch.indices.resize(nnz);
+    v.resize(nnz);
+    batch.n_genes = columns;
+    return std::move(batch);
   }
-  for (std::uint64_t s = 0; s < batch.n_genes; ++s) first[s + 1] += first[s];
-  std::vector<std::int32_t> targets(positions.size());
-  std::vector<std::uint64_t> fill(first.begin(), first.end() - 1);
-  for (std::size_t k = 0; k < positions.size(); ++k)
-    targets[fill[static_cast<std::uint64_t>(positions[k])]++] = static_cast<std::int32_t>(k);
-
+  std::uint64_t nnz = 0;
+  for (const std::int32_t j : batch.indices) nnz += map.multiplicity(j);
   SparseBatch out;
   out.values = batch.values;
-  out.n_genes = positions.size();
+  out.n_genes = columns;
+  out.indices.resize(nnz);
+  (out.*values).resize(nnz);
+  select_rows(batch.indptr, batch.indices.data(), (batch.*values).data(), map, columns, out.indptr, out.indices.data(),
+              (out.*values).data());
+  return out;
+}
+
+}  // namespace
+
+SparseBatch select_columns(SparseBatch batch, std::span<const std::int64_t> positions) {
+  if (positions.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw LimitError("select_columns: more than 2^31 - 1 columns");
+  const ColumnMap map(batch.n_genes, positions);
   switch (batch.values) {
-    case Values::Int32: select_rows(batch, first, targets, batch.values_int32, out, out.values_int32); return out;
-    case Values::Float32: select_rows(batch, first, targets, batch.values_float32, out, out.values_float32); return out;
+    case Values::Int32: return select_values(std::move(batch), &SparseBatch::values_int32, map, positions.size());
+    case Values::Float32: return select_values(std::move(batch), &SparseBatch::values_float32, map, positions.size());
   }
   throw UsageError("select_columns: unknown value type");
 }

@@ -13,6 +13,8 @@ namespace tessera::cells {
 // with `positions.size()` genes, each row's indices ascending. A counting sort per block of 256
 // rows: O(nnz + positions + blocks × positions), cache-resident.
 // UsageError naming the first position outside [0, n_genes).
-[[nodiscard]] SparseBatch select_columns(const SparseBatch& batch, std::span<const std::int64_t> positions);
+// The batch is taken by value: when no column is asked for twice its buffers hold the result
+// (move a batch in to avoid a copy).
+[[nodiscard]] SparseBatch select_columns(SparseBatch batch, std::span<const std::int64_t> positions);
 
 }  // namespace tessera::cells

@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tessera/core/error.hpp"
@@ -22,12 +24,16 @@ namespace {
 // Rows per block: a block's nonzeros (a few hundred kilobytes) stay in cache while they are
 // scattered into columns and gathered back.
 constexpr std::uint64_t kBlockRows = 256;
+// A permutation of at least this many nonzeros is split over threads (a whole-dataset
+// to_anndata is tens of millions; a training batch, a few hundred thousand, stays on one).
+constexpr std::uint64_t kParallelNonzeros = std::uint64_t{1} << 21;
 
 // Stored column -> output columns, as a CSR over the stored columns (`first`, `targets`).
 struct ColumnMap {
   std::vector<std::uint64_t> first;
   std::vector<std::int32_t> targets;
-  bool repeats = false;  // some stored column has more than one output column
+  bool repeats = false;      // some stored column has more than one output column
+  bool permutation = false;  // every stored column has exactly one output column
   // Without repeats: the output column of each stored column, -1 when it is not kept (one load
   // per nonzero instead of two).
   std::vector<std::int32_t> single;
@@ -43,6 +49,7 @@ struct ColumnMap {
     std::vector<std::uint64_t> fill(first.begin(), first.end() - 1);
     for (std::size_t k = 0; k < positions.size(); ++k)
       targets[fill[static_cast<std::uint64_t>(positions[k])]++] = static_cast<std::int32_t>(k);
+    permutation = !repeats && positions.size() == n_genes;
     if (!repeats) {
       single.assign(n_genes, -1);
       for (std::size_t k = 0; k < positions.size(); ++k)
@@ -71,14 +78,13 @@ struct ColumnMap {
 template <typename V>
 void select_rows(const std::vector<std::int64_t>& indptr_in, const std::int32_t* indices_in, const V* values_in,
                  const ColumnMap& map, std::uint64_t columns, std::vector<std::int64_t>& indptr_out,
-                 std::int32_t* indices_out, V* values_out) {
-  const std::uint64_t rows = indptr_in.size() - 1;
+                 std::int32_t* indices_out, V* values_out, std::uint64_t row_begin, std::uint64_t row_end) {
+  const std::uint64_t rows = row_end;
   std::vector<std::uint64_t> column_start(columns + 1);
   std::vector<std::uint64_t> row_cursor(kBlockRows);
   std::vector<std::uint16_t> column_rows;  // row within the block of each scattered nonzero
   std::vector<V> column_values;
-  indptr_out.assign(rows + 1, 0);
-  for (std::uint64_t r0 = 0; r0 < rows; r0 += kBlockRows) {
+  for (std::uint64_t r0 = row_begin; r0 < rows; r0 += kBlockRows) {
     const std::uint64_t r1 = std::min(rows, r0 + kBlockRows);
     const auto begin = static_cast<std::uint64_t>(indptr_in[r0]), end = static_cast<std::uint64_t>(indptr_in[r1]);
     // Count the block's nonzeros per output column and per row.
@@ -119,10 +125,34 @@ void select_rows(const std::vector<std::int64_t>& indptr_in, const std::int32_t*
 template <typename V>
 SparseBatch select_values(SparseBatch&& batch, std::vector<V> SparseBatch::*values, const ColumnMap& map,
                           std::uint64_t columns) {
+  const std::uint64_t rows = batch.n_rows();
   if (!map.repeats) {  // in place: the output fits where the input was
     const std::vector<std::int64_t> indptr_in = batch.indptr;
     std::vector<V>& v = batch.*values;
-    select_rows(indptr_in, batch.indices.data(), v.data(), map, columns, batch.indptr, batch.indices.data(), v.data());
+    if (map.permutation && batch.indices.size() >= kParallelNonzeros) {
+      // Every row keeps its length, so each range of rows writes exactly where it reads: the
+      // ranges are independent and run on several threads (indptr is already the output's).
+      const std::uint64_t parts = std::clamp<std::uint64_t>(std::thread::hardware_concurrency(), 1, 4);
+      const std::uint64_t step = (rows / parts + kBlockRows) / kBlockRows * kBlockRows;
+      std::vector<std::thread> threads;
+      std::vector<std::exception_ptr> errors(parts);
+      for (std::uint64_t p = 0; p < parts && p * step < rows; ++p)
+        threads.emplace_back([&, p] {
+          try {
+            select_rows(indptr_in, batch.indices.data(), v.data(), map, columns, batch.indptr, batch.indices.data(),
+                        v.data(), p * step, std::min(rows, (p + 1) * step));
+          } catch (...) {
+            errors[p] = std::current_exception();
+          }
+        });
+      for (auto& t : threads) t.join();
+      for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    } else {
+      batch.indptr.assign(rows + 1, 0);
+      select_rows(indptr_in, batch.indices.data(), v.data(), map, columns, batch.indptr, batch.indices.data(), v.data(),
+                  0, rows);
+    }
     const auto nnz = static_cast<std::size_t>(batch.indptr.back());
     batch.indices.resize(nnz);
     v.resize(nnz);
@@ -136,8 +166,9 @@ SparseBatch select_values(SparseBatch&& batch, std::vector<V> SparseBatch::*valu
   out.n_genes = columns;
   out.indices.resize(nnz);
   (out.*values).resize(nnz);
+  out.indptr.assign(rows + 1, 0);
   select_rows(batch.indptr, batch.indices.data(), (batch.*values).data(), map, columns, out.indptr, out.indices.data(),
-              (out.*values).data());
+              (out.*values).data(), 0, rows);
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -65,6 +66,43 @@ TEST(BatchColumns, EqualsTheDenseDefinition) {
       EXPECT_EQ(static_cast<std::uint64_t>(out.indptr.back()), out.indices.size());
     }
   }
+}
+
+// A permutation of a batch above the threaded-path threshold (2^21 nonzeros): applying it and
+// then its inverse gives the batch back, every row's indices ascend, and sampled entries match
+// the definition.
+TEST(BatchColumns, ALargePermutationRoundTrips) {
+  std::mt19937_64 rng(5);
+  SparseBatch in;
+  in.values = Values::Float32;
+  in.n_genes = 1000;
+  std::bernoulli_distribution keep(0.75);
+  for (std::uint64_t r = 0; r < 3001; ++r) {
+    for (std::int32_t g = 0; g < 1000; ++g)
+      if (keep(rng)) {
+        in.indices.push_back(g);
+        in.values_float32.push_back(static_cast<float>(rng() % 100000));
+      }
+    in.indptr.push_back(static_cast<std::int64_t>(in.indices.size()));
+  }
+  ASSERT_GT(in.indices.size(), std::size_t{1} << 21);
+  std::vector<std::int64_t> perm(1000), inverse(1000);
+  for (std::int64_t k = 0; k < 1000; ++k) perm[static_cast<std::size_t>(k)] = k;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  for (std::size_t k = 0; k < perm.size(); ++k)
+    inverse[static_cast<std::size_t>(perm[k])] = static_cast<std::int64_t>(k);
+  const SparseBatch permuted = select_columns(in, perm);
+  ASSERT_EQ(permuted.indptr, in.indptr);  // a permutation keeps every row's length
+  for (std::uint64_t r = 0; r < permuted.n_rows(); ++r)
+    for (auto j = permuted.indptr[r] + 1; j < permuted.indptr[r + 1]; ++j)
+      ASSERT_LT(permuted.indices[static_cast<std::size_t>(j - 1)], permuted.indices[static_cast<std::size_t>(j)]);
+  for (const std::uint64_t r : {std::uint64_t{0}, std::uint64_t{1500}, std::uint64_t{3000}})
+    for (std::uint64_t k = 0; k < 1000; k += 37)
+      EXPECT_EQ(value_at(permuted, r, k), value_at(in, r, static_cast<std::uint64_t>(perm[k])));
+  const SparseBatch back = select_columns(permuted, inverse);
+  EXPECT_EQ(back.indptr, in.indptr);
+  EXPECT_EQ(back.indices, in.indices);
+  EXPECT_EQ(back.values_float32, in.values_float32);
 }
 
 TEST(BatchColumns, APositionOutsideTheBatchIsAUsageError) {

@@ -29,6 +29,7 @@ namespace py = pybind11;
 
 void bind_tet(py::module_& m);
 void bind_cells(py::module_& m);
+void bind_cells_batch(py::module_& m);
 void bind_ragged(py::module_& m);
 void bind_ragged_hive(py::module_& m);
 

@@ -542,47 +542,7 @@ class PyCellsObs {
 
 }  // namespace
 
-// select_columns on raw batch arrays (indptr int64, indices int32, values float32 or int32): the
-// batches an epoch yields, which do not go through get_batch.
-py::tuple select_raw_columns(const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& indptr,
-                             const py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>& indices,
-                             const py::array& values, std::uint64_t n_genes, const py::handle& positions) {
-  cells::SparseBatch batch;
-  batch.n_genes = n_genes;
-  batch.indptr.assign(indptr.data(), indptr.data() + indptr.size());
-  batch.indices.assign(indices.data(), indices.data() + indices.size());
-  const bool int32 = py::dtype::of<std::int32_t>().is(values.dtype());
-  batch.values = int32 ? Values::Int32 : Values::Float32;
-  if (int32) {
-    const auto v = py::array_t<std::int32_t, py::array::c_style>::ensure(values);
-    batch.values_int32.assign(v.data(), v.data() + v.size());
-  } else {
-    const auto v = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(values);
-    batch.values_float32.assign(v.data(), v.data() + v.size());
-  }
-  if (batch.indptr.empty() || static_cast<std::uint64_t>(batch.indptr.back()) != batch.indices.size() ||
-      batch.indices.size() != (int32 ? batch.values_int32.size() : batch.values_float32.size()))
-    throw UsageError("select_columns: indptr, indices and values do not describe one CSR batch");
-  for (std::size_t r = 0; r + 1 < batch.indptr.size(); ++r)
-    if (batch.indptr[r] < 0 || batch.indptr[r] > batch.indptr[r + 1])
-      throw UsageError("select_columns: indptr is not ascending from 0");
-  for (const auto j : batch.indices)
-    if (j < 0 || static_cast<std::uint64_t>(j) >= n_genes)
-      throw UsageError("select_columns: a column index outside [0, n_genes)");
-  const auto columns = as_index_vector(positions);
-  cells::SparseBatch out;
-  {
-    py::gil_scoped_release release;
-    out = cells::select_columns(std::move(batch), columns);
-  }
-  py::array values_out =
-      int32 ? py::array(to_numpy(std::move(out.values_int32))) : py::array(to_numpy(std::move(out.values_float32)));
-  return py::make_tuple(to_numpy(std::move(out.indptr)), to_numpy(std::move(out.indices)), values_out);
-}
-
 void bind_cells(py::module_& m) {
-  m.def("cells_select_columns", &select_raw_columns, py::arg("indptr"), py::arg("indices"), py::arg("values"),
-        py::arg("n_genes"), py::arg("positions"));
   py::class_<PyCellsDataset>(m, "CellsDataset")
       .def(py::init<const std::string&, int, int, int, int, bool>(), py::arg("path"), py::arg("max_cached_tiles") = 2,
            py::arg("max_prefetch_tiles") = 8, py::arg("io_threads") = 4, py::arg("decode_threads") = 1,

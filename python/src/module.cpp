@@ -160,6 +160,7 @@ void register_module(py::module_& m) {
   register_exceptions(m);
   bind_tet(m);
   bind_cells(m);
+  bind_cells_batch(m);
   bind_ragged(m);
   bind_ragged_hive(m);
 }

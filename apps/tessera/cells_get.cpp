@@ -33,33 +33,34 @@ struct GetArgs {
   bool no_verify = false;
 };
 
-// The batch restricted to the stored columns of `genes` (names from var_names.txt): only their
-// nonzeros are kept, in the batch's column order. UsageError naming every unknown gene.
-cells::SparseBatch only_genes(const cells::SparseBatch& b, const std::vector<std::string>& var_names,
-                              const std::vector<std::string>& genes) {
+// The stored columns of `genes` (names from var_names.txt), ascending. UsageError naming every
+// unknown gene.
+std::vector<std::int64_t> gene_columns(const std::vector<std::string>& var_names,
+                                       const std::vector<std::string>& genes) {
   if (var_names.empty()) throw UsageError("--genes: this dataset has no var_names.txt");
-  std::vector<bool> keep(var_names.size(), false);
+  std::vector<std::int64_t> columns;
   std::vector<std::string> unknown;
   for (const auto& gene : genes) {
     const auto it = std::find(var_names.begin(), var_names.end(), gene);
     if (it == var_names.end()) unknown.push_back(gene);
-    else keep[static_cast<std::size_t>(it - var_names.begin())] = true;
+    else columns.push_back(it - var_names.begin());
   }
   if (!unknown.empty())
     throw UsageError("--genes: not in the dataset's var_names: " + cells::python_list_repr(unknown));
-  cells::SparseBatch out;
-  out.values = b.values;
-  out.n_genes = b.n_genes;
-  for (std::size_t i = 0; i + 1 < b.indptr.size(); ++i) {
-    for (auto j = b.indptr[i]; j < b.indptr[i + 1]; ++j) {
-      const auto k = static_cast<std::size_t>(j);
-      if (!keep[static_cast<std::size_t>(b.indices[k])]) continue;
-      out.indices.push_back(b.indices[k]);
-      out.values_int32.push_back(b.values_int32[k]);
-    }
-    out.indptr.push_back(static_cast<std::int64_t>(out.indices.size()));
-  }
-  return out;
+  std::sort(columns.begin(), columns.end());
+  columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
+  return columns;
+}
+
+// The batch of `cells` with only the nonzeros of the stored columns `columns` (ascending), which
+// keep their stored numbers.
+cells::SparseBatch only_columns(cells::Dataset& ds, const std::vector<std::int64_t>& cells,
+                                const std::vector<std::int64_t>& columns) {
+  cells::SparseBatch b;
+  ds.get_batch(cells, columns, cells::Values::Int32, b);
+  for (auto& j : b.indices) j = static_cast<std::int32_t>(columns[static_cast<std::size_t>(j)]);
+  b.n_genes = ds.n_genes();
+  return b;
 }
 
 std::int64_t parse_int(std::string_view s, const std::string& whole) {
@@ -142,8 +143,9 @@ void register_cells_get(CLI::App& cells, int& rc) {
                                 .threads = 8});
     }
     if (!a->where.empty()) cells = select_where(cells, !a->cells.empty(), *store, ds->n_cells(), where);
-    cells::SparseBatch b = ds->get_batch(cells, cells::Values::Int32);
-    if (!a->genes.empty()) b = only_genes(b, ds->var_names(), split_column_names(a->genes));
+    cells::SparseBatch b = a->genes.empty()
+                               ? ds->get_batch(cells, cells::Values::Int32)
+                               : only_columns(*ds, cells, gene_columns(ds->var_names(), split_column_names(a->genes)));
     std::vector<cells::ObsTakeColumn> obs_columns;
     std::vector<columnar::ColumnType> stored;
     if (obs->count() > 0) {

@@ -135,11 +135,12 @@ std::pair<py::object, py::object> column_to_python(columnar::Column& v) {
 // `closed_` turns every fetch into a UsageError.
 class PyCellsDataset {
  public:
-  PyCellsDataset(const std::string& path, int max_cached_tiles, int max_prefetch_tiles, int io_threads,
-                 int decode_threads, bool verify_crc)
+  PyCellsDataset(const std::string& path, int max_cached_tiles, std::uint64_t decoded_cache_bytes,
+                 int max_prefetch_tiles, int io_threads, int decode_threads, bool verify_crc)
       : path_(path) {
     cells::OpenOptions options;
     options.max_cached_tiles = max_cached_tiles;
+    options.decoded_cache_bytes = decoded_cache_bytes;
     options.max_prefetch_tiles = max_prefetch_tiles;
     options.io_threads = io_threads;
     options.decode_threads = decode_threads;
@@ -254,8 +255,8 @@ class PyCellsDataset {
     {
       py::gil_scoped_release release;
       const auto lock = open_lock();
-      ds_->get_batch(c, v, batch);
-      if (!positions.is_none()) batch = cells::select_columns(std::move(batch), columns);
+      if (positions.is_none()) ds_->get_batch(c, v, batch);
+      else ds_->get_batch(c, columns, v, batch);
     }
     return pools_.lend(std::move(batch));
   }
@@ -544,9 +545,10 @@ class PyCellsObs {
 
 void bind_cells(py::module_& m) {
   py::class_<PyCellsDataset>(m, "CellsDataset")
-      .def(py::init<const std::string&, int, int, int, int, bool>(), py::arg("path"), py::arg("max_cached_tiles") = 2,
-           py::arg("max_prefetch_tiles") = 8, py::arg("io_threads") = 4, py::arg("decode_threads") = 1,
-           py::arg("verify_crc") = true)
+      .def(py::init<const std::string&, int, std::uint64_t, int, int, int, bool>(), py::arg("path"),
+           py::arg("max_cached_tiles") = cells::OpenOptions{}.max_cached_tiles,
+           py::arg("decoded_cache_bytes") = cells::OpenOptions{}.decoded_cache_bytes, py::arg("max_prefetch_tiles") = 8,
+           py::arg("io_threads") = 4, py::arg("decode_threads") = 1, py::arg("verify_crc") = true)
       .def_property_readonly("path", &PyCellsDataset::path)
       .def_property_readonly("n_cells", &PyCellsDataset::n_cells)
       .def_property_readonly("n_genes", &PyCellsDataset::n_genes)

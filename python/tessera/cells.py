@@ -29,17 +29,21 @@ __all__ = ["open", "Dataset", "Epoch", "Obs", "convert", "to_dask", "write_h5ad"
 _VALUES = {"float32": np.float32, "int32": np.int32}
 
 
-def open(path: PathLike, *, max_cached_tiles: int = 2, max_prefetch_tiles: int = 8, io_threads: int = 4,  # noqa: A001
-         decode_threads: int = 1, verify_crc: bool = True, cache_dir: Optional[PathLike] = None) -> "Dataset":
+def open(path: PathLike, *, max_cached_tiles: int = 0, decoded_cache_bytes: int = 1 << 30,  # noqa: A001
+         max_prefetch_tiles: int = 8, io_threads: int = 4, decode_threads: int = 1, verify_crc: bool = True,
+         cache_dir: Optional[PathLike] = None) -> "Dataset":
     """Opens the deltacells dataset at `path` (a directory or `file://` URI).
 
     Only `manifest.json` is read and validated (tessera.FormatError if it is malformed). Options:
-    `max_cached_tiles` decoded tiles kept (LRU), `max_prefetch_tiles` compressed tiles kept or in
+    `max_cached_tiles` decoded tiles kept: 0 (default) keeps the two most recent tiles plus tiles
+    read again (random batches, later epochs) up to `decoded_cache_bytes` of decoded nonzeros; N
+    keeps the N most recently used. `max_prefetch_tiles` compressed tiles kept or in
     flight, `io_threads` background fetches, `decode_threads` chunks of one tile decoded in
     parallel, `verify_crc` check every tile's CRC-32, `cache_dir` root of the local obs cache
     (default `$DELTACELLS_CACHE`, `$XDG_CACHE_HOME/deltacells` or `~/.cache/deltacells`).
     """
-    return Dataset(path, max_cached_tiles=max_cached_tiles, max_prefetch_tiles=max_prefetch_tiles,
+    return Dataset(path, max_cached_tiles=max_cached_tiles, decoded_cache_bytes=decoded_cache_bytes,
+                   max_prefetch_tiles=max_prefetch_tiles,
                    io_threads=io_threads, decode_threads=decode_threads, verify_crc=verify_crc, cache_dir=cache_dir)
 
 

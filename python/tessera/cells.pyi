@@ -18,6 +18,7 @@ def open(
     path: PathLike,
     *,
     max_cached_tiles: int = ...,
+    decoded_cache_bytes: int = ...,
     max_prefetch_tiles: int = ...,
     io_threads: int = ...,
     decode_threads: int = ...,

@@ -1,16 +1,19 @@
-// cells::Dataset: opening, metadata, the decoded-tile LRU and batch gathering (spec
-// deltacells.md §8.1, §8.2, §8.4). Fetching and the compressed cache live in tile_cache.cpp.
+// cells::Dataset: opening, metadata and batch gathering (spec
+// deltacells.md §8.1, §8.2, §8.4). Fetching and the compressed cache live in tile_cache.cpp, the
+// decoded tiles in decoded_cache.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <type_traits>
 
 #include "dataset_impl.hpp"
-#include "decode_kernels.hpp"
 #include "rules.hpp"
+#include "row_copy.hpp"
+#include "tessera/cells/batch_columns.hpp"
 #include "tessera/cells/gene_files.hpp"
 #include "tessera/io/uri.hpp"
 
@@ -41,10 +44,12 @@ std::unique_ptr<Dataset> Dataset::open(const std::string& path_or_uri, const Ope
 
 std::unique_ptr<Dataset> Dataset::open(std::shared_ptr<const io::Store> store, const OpenOptions& options) {
   for (const auto& [name, v] :
-       {std::pair{"max_cached_tiles", options.max_cached_tiles},
-        std::pair{"max_prefetch_tiles", options.max_prefetch_tiles}, std::pair{"io_threads", options.io_threads},
+       {std::pair{"max_prefetch_tiles", options.max_prefetch_tiles}, std::pair{"io_threads", options.io_threads},
         std::pair{"decode_threads", options.decode_threads}})
     if (v < 1) throw UsageError(std::string(name) + " must be at least 1, got " + std::to_string(v));
+  if (options.max_cached_tiles < 0)
+    throw UsageError("max_cached_tiles must be 0 (adaptive) or a tile count, got " +
+                     std::to_string(options.max_cached_tiles));
   const auto text = store->get("manifest.json");
   if (!text)
     throw FormatError(store->name() + ": manifest.json is missing (not a deltacells dataset, or an incomplete one)",
@@ -137,196 +142,15 @@ void Dataset::close() {
   impl_->stop();
   std::lock_guard lk(impl_->api_mu);
   impl_->decoded.clear();
+  impl_->decoded_entry.clear();
   impl_->free_buffers.clear();
-}
-
-const Dataset::Impl::Decoded& Dataset::Impl::decode(std::uint64_t t, const Tile& tile) {
-  wait_for_ahead(t);
-  for (auto it = decoded.begin(); it != decoded.end(); ++it) {
-    if (it->tile == t) {
-      decoded.splice(decoded.begin(), decoded, it);
-      std::lock_guard lk(cache_mu);
-      ++stats.decoded_cache_hits;
-      return decoded.front();
-    }
-  }
-  while (!decoded.empty() && decoded.size() >= static_cast<std::size_t>(options.max_cached_tiles)) {
-    free_buffers.push_back(std::move(decoded.back()));
-    decoded.pop_back();
-  }
-  Decoded d = take_buffer();
-  try {
-    decode_into(d, t, tile);
-  } catch (...) {
-    free_buffers.push_back(std::move(d));
-    throw;
-  }
-  decoded.push_front(std::move(d));
-  return decoded.front();
-}
-
-Dataset::Impl::Decoded Dataset::Impl::take_buffer() {
-  Decoded d;
-  if (!free_buffers.empty()) {
-    d = std::move(free_buffers.back());
-    free_buffers.pop_back();
-  }
-  if (options.decode_threads > 1 && !decode_arena)
-    decode_arena = std::make_unique<tbb::task_arena>(detail::arena_size(static_cast<unsigned>(options.decode_threads)));
-  return d;
-}
-
-void Dataset::Impl::prepare_buffer(Decoded& d, std::uint64_t t, const Tile& tile) const {
-  // Buffers only grow, and are recycled through the free list, so once the largest tile has been
-  // decoded nothing is allocated. They are sized from the fetched tile (whose frames were checked
-  // to be able to hold its nonzeros), not from the manifest's claims.
-  const std::size_t nnz = static_cast<std::size_t>(tile.nnz());
-  d.tile = t;
-  d.narrow = options.narrow_tiles && tile.narrow_decodable();
-  if (d.narrow && d.genes.size() < nnz) {
-    d.genes.resize(nnz);
-    d.counts.resize(nnz);
-  }
-  if (!d.narrow && d.indices.size() < nnz) {
-    d.indices.resize(nnz);
-    d.values.resize(nnz);
-  }
-  d.wide_counts.clear();
-}
-
-void Dataset::Impl::count_decode(std::chrono::steady_clock::time_point t0) {
-  std::lock_guard lk(cache_mu);
-  ++stats.tiles_decoded;
-  stats.decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-void Dataset::Impl::decode_into(Decoded& d, std::uint64_t t, const Tile& tile) {
-  prepare_buffer(d, t, tile);
-  const std::size_t nnz = static_cast<std::size_t>(tile.nnz());
-  const DecodeOptions how{.threads = options.decode_threads > 1 ? 0u : 1u};
-  const auto run = [&] {
-    if (d.narrow) tile.decode_narrow({d.genes.data(), nnz}, {d.counts.data(), nnz}, d.wide_counts, how);
-    else tile.decode({d.indices.data(), nnz}, {d.values.data(), nnz}, how);
-  };
-  const auto t0 = std::chrono::steady_clock::now();
-  if (options.decode_threads > 1) decode_arena->execute(run);
-  else run();
-  count_decode(t0);
 }
 
 namespace {
 
-// Batches above this size (indices and values) are written with streaming stores.
-constexpr std::uint64_t kStreamBatchBytes = std::uint64_t{16} << 20;
-
-// Copies one row of a decoded tile into a batch, converting the values to V. A batch of an
-// epoch (~200 MB) is far larger than the caches, so with `stream` the row is written with
-// non-temporal stores: the destination lines are not read in first (a third of the copy's
-// memory traffic) and do not evict the decoded tile the next rows come from. The caller fences.
-template <typename V>
-void copy_row(const std::int32_t* idx, const std::int32_t* val, std::size_t len, std::int32_t* out_idx, V* out_val,
-              bool stream) {
-#if defined(__SSE2__)
-  if (stream) {
-    std::size_t j = 0;
-    // Scalar until the destinations are 16-byte aligned (both are when their offsets agree).
-    const auto misaligned = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 != 0; };
-    for (; j < len && (misaligned(out_idx + j) || misaligned(out_val + j)); ++j) {
-      out_idx[j] = idx[j];
-      out_val[j] = static_cast<V>(val[j]);
-    }
-    if ((reinterpret_cast<std::uintptr_t>(out_idx + j) - reinterpret_cast<std::uintptr_t>(out_val + j)) % 16 == 0) {
-      // Every load of a step comes before its stores. The four arrays are large allocations at
-      // the same offset within a page, so a row copied to its own position (a tile read in
-      // order) puts val[j] at the same address bits 0-11 as out_idx[j]: a load issued after
-      // that store waits for it (4K aliasing), which made in-order gathers twice as slow.
-      for (; j + 8 <= len; j += 8) {
-        const __m128i i0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(idx + j));
-        const __m128i i1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(idx + j + 4));
-        const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(val + j));
-        const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(val + j + 4));
-        detail::store128<true>(out_idx + j, i0);
-        detail::store128<true>(out_idx + j + 4, i1);
-        detail::store_counts<true>(out_val + j, v0);
-        detail::store_counts<true>(out_val + j + 4, v1);
-      }
-    }
-    idx += j, val += j, out_idx += j, out_val += j, len -= j;
-  }
-#else
-  (void)stream;
-#endif
-  if (len == 0) return;  // an empty row may come with null pointers, which memcpy must not get
-  std::memcpy(out_idx, idx, len * sizeof(std::int32_t));
-  if constexpr (std::is_same_v<V, std::int32_t>) std::memcpy(out_val, val, len * sizeof(std::int32_t));
-  else std::transform(val, val + len, out_val, [](std::int32_t v) { return static_cast<V>(v); });
-}
-
-#if defined(TESSERA_CELLS_AVX2)
-// widen_row's streamed loop with AVX2: sixteen nonzeros, four 32-byte stores per step. Both
-// destinations must be 32-byte aligned.
-template <typename V>
-__attribute__((target("avx2"))) std::size_t widen_avx2(const std::uint16_t* genes, const std::uint16_t* counts,
-                                                       std::size_t j, std::size_t len, std::int32_t* out_idx,
-                                                       V* out_val) {
-  for (; j + 16 <= len; j += 16) {
-    const __m128i g0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(genes + j));
-    const __m128i g1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(genes + j + 8));
-    const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(counts + j));
-    const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(counts + j + 8));
-    detail::stream_counts256(out_idx + j, _mm256_cvtepu16_epi32(g0));
-    detail::stream_counts256(out_idx + j + 8, _mm256_cvtepu16_epi32(g1));
-    detail::stream_counts256(out_val + j, _mm256_cvtepu16_epi32(c0));
-    detail::stream_counts256(out_val + j + 8, _mm256_cvtepu16_epi32(c1));
-  }
-  return j;
-}
-#endif
-
-// copy_row for a narrow decoded tile: widens the uint16 genes and counts to int32 and V.
-template <typename V>
-void widen_row(const std::uint16_t* genes, const std::uint16_t* counts, std::size_t len, std::int32_t* out_idx,
-               V* out_val, bool stream) {
-  std::size_t j = 0;
-#if defined(__SSE2__)
-  if (stream) {
-#if defined(TESSERA_CELLS_AVX2)
-    const bool avx2 = detail::cpu_has_avx2();
-    const std::size_t align = avx2 ? 32 : 16;
-#else
-    const std::size_t align = 16;
-#endif
-    const auto misaligned = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % align != 0; };
-    for (std::size_t k = 0; k < align / 4 && j < len && (misaligned(out_idx + j) || misaligned(out_val + j));
-         ++k, ++j) {
-      out_idx[j] = genes[j];
-      out_val[j] = static_cast<V>(counts[j]);
-    }
-#if defined(TESSERA_CELLS_AVX2)
-    if (avx2 && !misaligned(out_idx + j) && !misaligned(out_val + j))
-      j = widen_avx2<V>(genes, counts, j, len, out_idx, out_val);
-#endif
-    if ((reinterpret_cast<std::uintptr_t>(out_idx + j) - reinterpret_cast<std::uintptr_t>(out_val + j)) % 16 == 0 &&
-        reinterpret_cast<std::uintptr_t>(out_idx + j) % 16 == 0) {
-      const __m128i z = _mm_setzero_si128();
-      for (; j + 8 <= len; j += 8) {
-        const __m128i g = _mm_loadu_si128(reinterpret_cast<const __m128i*>(genes + j));
-        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(counts + j));
-        detail::store128<true>(out_idx + j, _mm_unpacklo_epi16(g, z));
-        detail::store128<true>(out_idx + j + 4, _mm_unpackhi_epi16(g, z));
-        detail::store_counts<true>(out_val + j, _mm_unpacklo_epi16(c, z));
-        detail::store_counts<true>(out_val + j + 4, _mm_unpackhi_epi16(c, z));
-      }
-    }
-  }
-#else
-  (void)stream;
-#endif
-  for (; j < len; ++j) {  // the compiler vectorizes this loop itself
-    out_idx[j] = genes[j];
-    out_val[j] = static_cast<V>(counts[j]);
-  }
-}
+using detail::copy_row;
+using detail::kStreamBatchBytes;
+using detail::widen_row;
 
 // One batch request in progress: validates the cells, groups them by tile, pins and fetches
 // those tiles, and writes the output indptr from the tiles' indptr (no decoding). `fill` then
@@ -343,15 +167,25 @@ class BatchRequest {
     group(ds);
     impl.pin(impl.plan.tiles);
     guard_.impl = &impl;
-    if (impl.plan.tiles.size() > 1) impl.prefetch(impl.plan.tiles);
-    // Row lengths from each tile's indptr, then their running sum.
+    // Tiles already decoded answer from their own copy of the indptr: only the others are
+    // fetched (a batch from a dataset kept decoded reads nothing from the store).
     auto& plan = impl.plan;
-    plan.parsed.resize(plan.tiles.size());
+    plan.to_fetch.clear();
+    for (const auto t : plan.tiles)
+      if (!impl.find_decoded(t)) plan.to_fetch.push_back(t);
+    if (plan.to_fetch.size() > 1) impl.prefetch(plan.to_fetch);
+    // Row lengths from each tile's indptr, then their running sum.
+    plan.parsed.assign(plan.tiles.size(), nullptr);
     indptr.resize(cells.size() + 1);
     indptr[0] = 0;
     for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
-      plan.parsed[k] = impl.get_tile(plan.tiles[k]);
-      const auto ip = plan.parsed[k]->indptr();
+      std::span<const std::int64_t> ip;
+      if (const auto* d = impl.find_decoded(plan.tiles[k])) {
+        ip = d->indptr;
+      } else {
+        plan.parsed[k] = impl.get_tile(plan.tiles[k]);
+        ip = plan.parsed[k]->indptr();
+      }
       const std::uint64_t start = tile_start(k);
       for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
         const std::size_t i = plan.order[p];
@@ -375,9 +209,9 @@ class BatchRequest {
     const auto& plan = impl_.plan;
     const bool stream = nnz * 8 > kStreamBatchBytes;
     for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
-      const auto& d = impl_.decode(plan.tiles[k], *plan.parsed[k]);
+      const auto& d = decode_tile(k);
       const std::uint64_t start = tile_start(k);
-      const auto ip = plan.parsed[k]->indptr();
+      const auto& ip = d.indptr;
       const auto rows = [&](auto&& each_row) {
         for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
           const std::size_t i = plan.order[p];
@@ -416,7 +250,89 @@ class BatchRequest {
 #endif
   }
 
+  // The rows with only the nonzeros whose stored gene `keep` marks (indices stay stored columns,
+  // ascending) into `out`, indptr included. A row's kept nonzeros are not known before its tile
+  // is decoded, so they are staged in tile order and copied into request order at the end.
+  template <typename V>
+  void fill_kept(std::span<const std::uint8_t> keep, SparseBatch& out, std::vector<V>& out_values) {
+    auto& plan = impl_.plan;
+    if (plan.stage_genes.size() < nnz()) {  // an upper bound: every nonzero kept
+      plan.stage_genes.resize(nnz());
+      plan.stage_counts.resize(nnz());
+    }
+    plan.row_first.resize(cells_.size());
+    std::int32_t* genes_out = plan.stage_genes.data();
+    std::int32_t* counts_out = plan.stage_counts.data();
+    std::uint64_t staged = 0;
+    // Rows are scattered over the decoded tiles, so their bytes miss the caches. A tile's rows
+    // are scanned first, collecting the positions of kept nonzeros (the genes of the rows a few
+    // ahead are prefetched); then the kept genes and counts are loaded, independent loads that
+    // overlap. (Loading each count right after its row's scan exposed a memory latency per row.)
+    constexpr std::size_t kAheadRows = 2;
+    const auto scan_rows = [&](std::size_t k, const auto* genes, auto count_at) {
+      const std::uint64_t start = tile_start(k);
+      const auto& ip = impl_.find_decoded(plan.tiles[k])->indptr;
+      const auto row_of = [&](std::size_t p) { return static_cast<std::uint64_t>(cells_[plan.order[p]]) - start; };
+      auto& kept = plan.kept_positions;
+      kept.clear();
+      for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
+        if (p + kAheadRows < plan.offsets[k + 1]) {
+          const std::uint64_t ahead = row_of(p + kAheadRows);
+          for (auto j = static_cast<std::uint64_t>(ip[ahead]); j < static_cast<std::uint64_t>(ip[ahead + 1]);
+               j += 64 / sizeof(*genes))
+            __builtin_prefetch(genes + j);
+        }
+        const std::size_t i = plan.order[p];
+        const std::uint64_t r = row_of(p);
+        const std::size_t before = kept.size();
+        plan.row_first[i] = staged + before;
+        for (auto j = static_cast<std::uint64_t>(ip[r]); j < static_cast<std::uint64_t>(ip[r + 1]); ++j)
+          if (keep[static_cast<std::uint64_t>(genes[j])]) kept.push_back(j);
+        indptr_[i + 1] = static_cast<std::int64_t>(kept.size() - before);  // the length, for now
+      }
+      for (const std::uint64_t j : kept) {
+        genes_out[staged] = static_cast<std::int32_t>(genes[j]);
+        counts_out[staged++] = count_at(j);
+      }
+    };
+    for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
+      const auto& d = decode_tile(k);
+      if (d.narrow)
+        scan_rows(k, d.genes.data(),
+                  [&](std::uint64_t j) { return d.counts[j] == 0xFFFF ? wide_count(d, j) : d.counts[j]; });
+      else scan_rows(k, d.indices.data(), [&](std::uint64_t j) { return d.values[j]; });
+    }
+    indptr_[0] = 0;
+    std::partial_sum(indptr_.begin(), indptr_.end(), indptr_.begin());
+    out.indices.resize(staged);
+    out_values.resize(staged);
+    for (std::size_t i = 0; i < cells_.size(); ++i) {
+      const auto to = static_cast<std::uint64_t>(indptr_[i]), len = static_cast<std::uint64_t>(indptr_[i + 1]) - to;
+      std::copy_n(genes_out + plan.row_first[i], len, out.indices.data() + to);
+      std::transform(counts_out + plan.row_first[i], counts_out + plan.row_first[i] + len, out_values.data() + to,
+                     [](std::int32_t c) { return static_cast<V>(c); });
+    }
+  }
+
  private:
+  // The request's k-th tile, decoded; the next one starts decoding in the background (helped
+  // by this thread when it gets there), so a batch over several tiles, such as a whole
+  // dataset or random cells, decodes on two cores while it gathers.
+  const Dataset::Impl::Decoded& decode_tile(std::size_t k) {
+    const auto& plan = impl_.plan;
+    const auto& d = impl_.decode(plan.tiles[k], plan.parsed[k].get());
+    if (k + 1 < plan.tiles.size()) impl_.decode_ahead_locked(plan.tiles[k + 1], plan.tiles[k]);
+    return d;
+  }
+
+  // The count at position j of a narrow tile whose stored count is 65535 (the real one when it
+  // was wider).
+  static std::int32_t wide_count(const Dataset::Impl::Decoded& d, std::uint64_t j) {
+    const auto w = std::lower_bound(d.wide_counts.begin(), d.wide_counts.end(), j,
+                                    [](const WideCount& c, std::uint64_t pos) { return c.position < pos; });
+    return w != d.wide_counts.end() && w->position == j ? static_cast<std::int32_t>(w->count) : 0xFFFF;
+  }
+
   std::uint64_t tile_start(std::size_t k) const {
     const std::uint64_t t = impl_.plan.tiles[k];
     return t == 0 ? 0 : impl_.limits[t - 1];
@@ -475,13 +391,13 @@ class BatchRequest {
 }  // namespace
 
 std::uint64_t Dataset::batch_nnz(std::span<const std::int64_t> cells) {
-  std::lock_guard lk(impl_->api_mu);
+  const auto lk = impl_->lock_request();
   std::vector<std::int64_t> indptr;
   return BatchRequest(*this, *impl_, cells, indptr).nnz();
 }
 
 void Dataset::get_batch(std::span<const std::int64_t> cells, Values values, SparseBatch& out) {
-  std::lock_guard lk(impl_->api_mu);
+  const auto lk = impl_->lock_request();
   BatchRequest req(*this, *impl_, cells, out.indptr);
   const auto nnz = static_cast<std::size_t>(req.nnz());
   out.values = values;
@@ -500,6 +416,42 @@ void Dataset::get_batch(std::span<const std::int64_t> cells, Values values, Spar
   }
 }
 
+void Dataset::get_batch(std::span<const std::int64_t> cells, std::span<const std::int64_t> genes, Values values,
+                        SparseBatch& out) {
+  if (genes.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw LimitError("get_batch: more than 2^31 - 1 genes asked for");
+  const std::uint64_t n = n_genes();
+  for (const auto g : genes)
+    if (g < 0 || static_cast<std::uint64_t>(g) >= n)
+      throw UsageError("gene column " + std::to_string(g) + " outside [0, " + std::to_string(n) + ")");
+  if (genes.size() * 4 > n) {
+    // Most nonzeros are kept: staging them would cost a copy more than gathering whole rows and
+    // selecting in place (a whole-dataset permutation also runs over threads there).
+    get_batch(cells, values, out);
+    out = select_columns(std::move(out), genes);
+    return;
+  }
+  {
+    const auto lk = impl_->lock_request();
+    auto& keep = impl_->plan.keep_gene;
+    keep.assign(n, 0);
+    for (const auto g : genes) keep[static_cast<std::uint64_t>(g)] = 1;
+    BatchRequest req(*this, *impl_, cells, out.indptr);
+    out.values = values;
+    out.n_genes = n;
+    if (values == Values::Int32) {
+      out.values_float32.clear();
+      req.fill_kept<std::int32_t>(keep, out, out.values_int32);
+    } else {
+      out.values_int32.clear();
+      req.fill_kept<float>(keep, out, out.values_float32);
+    }
+  }
+  // The kept nonzeros are few: numbering them as `genes` (with repeats and in that order) is a
+  // small counting sort, done in place when no gene repeats.
+  out = select_columns(std::move(out), genes);
+}
+
 SparseBatch Dataset::get_batch(std::span<const std::int64_t> cells, Values values) {
   SparseBatch b;
   get_batch(cells, values, b);
@@ -509,7 +461,7 @@ SparseBatch Dataset::get_batch(std::span<const std::int64_t> cells, Values value
 std::vector<std::int64_t> Dataset::get_batch_into(std::span<const std::int64_t> cells,
                                                   std::span<std::int32_t> out_indices,
                                                   std::span<std::int32_t> out_values) {
-  std::lock_guard lk(impl_->api_mu);
+  const auto lk = impl_->lock_request();
   std::vector<std::int64_t> indptr;
   BatchRequest(*this, *impl_, cells, indptr).fill<std::int32_t>(out_indices, out_values);
   return indptr;
@@ -517,7 +469,7 @@ std::vector<std::int64_t> Dataset::get_batch_into(std::span<const std::int64_t> 
 
 std::vector<std::int64_t> Dataset::get_batch_into(std::span<const std::int64_t> cells,
                                                   std::span<std::int32_t> out_indices, std::span<float> out_values) {
-  std::lock_guard lk(impl_->api_mu);
+  const auto lk = impl_->lock_request();
   std::vector<std::int64_t> indptr;
   BatchRequest(*this, *impl_, cells, indptr).fill<float>(out_indices, out_values);
   return indptr;

@@ -51,16 +51,28 @@ struct Dataset::Impl {
 
   // ---- decoded LRU (guarded by api_mu) ----
   std::mutex api_mu;
+  // One batch request at a time: its scratch (`plan`) must outlive wait_for_ahead, which
+  // releases api_mu while the request waits for a tile being decoded ahead.
+  std::mutex request_mu;
+  struct RequestLock {
+    std::lock_guard<std::mutex> request, api;
+  };
+  [[nodiscard]] RequestLock lock_request() { return {std::lock_guard(request_mu), std::lock_guard(api_mu)}; }
   // A decoded tile in one of two forms: int32 `indices` and `values`, or (narrow, see
   // OpenOptions::narrow_tiles) uint16 `genes` and `counts` plus the counts above 65535.
   struct Decoded {
     std::uint64_t tile = 0;
     bool narrow = false;
+    bool hot = false;                  // kept for reuse under decoded_cache_bytes (see OpenOptions::max_cached_tiles)
+    std::vector<std::int64_t> indptr;  // the tile's, so a batch of decoded tiles needs no fetch
     std::vector<std::int32_t> indices, values;
     std::vector<std::uint16_t> genes, counts;
     std::vector<WideCount> wide_counts;
   };
   std::list<Decoded> decoded;  // front = most recently used
+  // Per tile: its entry in `decoded`, or decoded.end() (a list's end() is stable).
+  std::vector<std::list<Decoded>::iterator> decoded_entry;
+  std::vector<std::uint8_t> decoded_before;  // per tile: decoded at least once (adaptive mode)
   std::vector<Decoded> free_buffers;
   std::unique_ptr<tbb::task_arena> decode_arena;
 
@@ -102,11 +114,18 @@ struct Dataset::Impl {
   // Scratch of the batch request in progress, reused across calls (guarded by api_mu).
   struct BatchPlan {
     std::vector<std::uint64_t> tiles;                 // distinct tiles, first-appearance order
-    std::vector<std::shared_ptr<const Tile>> parsed;  // per entry of `tiles`
+    std::vector<std::shared_ptr<const Tile>> parsed;  // per entry of `tiles`; null if it was decoded
+    std::vector<std::uint64_t> to_fetch;              // the tiles not decoded when the request began
     std::vector<std::size_t> offsets;                 // per tile: its positions in `order`
     std::vector<std::size_t> order;                   // request positions grouped by tile
     std::vector<std::size_t> slot_of, cursor;         // grouping scratch
     std::vector<std::size_t> slot_by_tile;            // tile -> entry of `tiles`, or none
+    // A batch of some genes only (get_batch with genes): which stored genes are kept, and the
+    // kept nonzeros staged in tile order with each request position's first one.
+    std::vector<std::uint8_t> keep_gene;
+    std::vector<std::int32_t> stage_genes, stage_counts;
+    std::vector<std::uint64_t> row_first;
+    std::vector<std::uint64_t> kept_positions;  // of the tile being scanned
   };
   BatchPlan plan;
 
@@ -129,9 +148,22 @@ struct Dataset::Impl {
   void unpin(const std::vector<std::uint64_t>& tiles);
   // The decoded tile (through the LRU; waits for a decode-ahead of `t` in flight). Caller holds
   // api_mu.
-  const Decoded& decode(std::uint64_t t, const Tile& tile);
+  // `tile` is the parsed tile when the caller has it; fetched if it is needed and null.
+  const Decoded& decode(std::uint64_t t, const Tile* tile);
   // A buffer from the free list (or a new, empty one); caller holds api_mu.
   Decoded take_buffer();
+  // Returns an evicted or unused buffer to the free list (which keeps at most two).
+  void recycle(Decoded&& d);
+  // The decoded entry of `t`, or nullptr; caller holds api_mu.
+  Decoded* find_decoded(std::uint64_t t);
+  // Makes the most recently used entry of `d`'s tile (which must not be decoded already).
+  Decoded& insert_decoded(Decoded&& d);
+  // Evicts decoded tiles, least recently used first and never `keep`, until tile `t` may be
+  // added, and tells whether it will be kept as hot (OpenOptions::max_cached_tiles explains the
+  // policy). nullopt when no room can be made without evicting `keep`. Caller holds api_mu.
+  std::optional<bool> make_decoded_room(std::uint64_t t, std::optional<std::uint64_t> keep);
+  // Bytes tile `t` takes decoded, from the manifest's nonzero count.
+  std::uint64_t decoded_bytes(std::uint64_t t) const;
   // Grows `d` to hold tile `t` and decodes it there, counting it in the statistics; the caller
   // holds api_mu or owns `d` exclusively.
   void decode_into(Decoded& d, std::uint64_t t, const Tile& tile);
@@ -140,6 +172,7 @@ struct Dataset::Impl {
   void count_decode(std::chrono::steady_clock::time_point t0);
 
   bool decode_ahead(std::uint64_t t, std::optional<std::uint64_t> keep);
+  bool decode_ahead_locked(std::uint64_t t, std::optional<std::uint64_t> keep);  // caller holds api_mu
   void ahead_loop();
   // Decodes chunks of `p` until none is left to take; returns when this thread has no more.
   static void decode_chunks(AheadProgress& p);

@@ -2,7 +2,8 @@
 // need next into the decoded-tile LRU while the consumer gathers the current batch, so an epoch
 // on two cores costs about one decode per tile instead of a decode plus a gather.
 //
-// Protocol. decode_ahead() runs on the consumer's thread between batches: under api_mu it makes
+// Protocol. decode_ahead() runs on the consumer's thread between batches (and get_batch starts
+// one for the next tile of a batch spanning several while it gathers the current): under api_mu it makes
 // room in the LRU (never evicting its most recently used entry, which the consumer is reading),
 // takes a buffer and marks the tile in `ahead_tile`; then it hands the job over under ahead_mu.
 // The thread fetches and decodes without any lock (a get_batch holds api_mu for its whole
@@ -31,37 +32,31 @@ bool Dataset::decode_ahead(std::uint64_t tile, std::optional<std::uint64_t> keep
 }
 
 bool Dataset::Impl::decode_ahead(std::uint64_t t, std::optional<std::uint64_t> keep) {
+  std::lock_guard lk(api_mu);
+  return decode_ahead_locked(t, keep);
+}
+
+bool Dataset::Impl::decode_ahead_locked(std::uint64_t t, std::optional<std::uint64_t> keep) {
+  if (ahead_tile || options.max_cached_tiles == 1 || find_decoded(t)) return false;
+  // Room for one more, evicting from the least recently used end but never the tile the
+  // consumer is on (`keep`, else the front).
+  if (!keep && !decoded.empty()) keep = decoded.front().tile;
+  const auto hot = make_decoded_room(t, keep);
+  if (!hot) return false;
   AheadJob job;
+  job.tile = t;
+  job.buffer = take_buffer();
+  job.buffer.hot = *hot;
+  job.progress = std::make_shared<AheadProgress>();
   {
-    std::lock_guard lk(api_mu);
-    if (ahead_tile || options.max_cached_tiles < 2) return false;
-    for (const auto& d : decoded)
-      if (d.tile == t) return false;
-    // Room for one more, evicting from the least recently used end but never the tile the
-    // consumer is on (`keep`, else the front).
-    if (!keep && !decoded.empty()) keep = decoded.front().tile;
-    const auto cap = static_cast<std::size_t>(options.max_cached_tiles);
-    while (decoded.size() + 1 > cap) {
-      auto victim = std::find_if(decoded.rbegin(), decoded.rend(), [&](const auto& d) { return d.tile != keep; });
-      if (victim == decoded.rend()) return false;
-      free_buffers.push_back(std::move(*victim));
-      decoded.erase(std::next(victim).base());
-    }
-    job.tile = t;
-    job.buffer = take_buffer();
-    job.progress = std::make_shared<AheadProgress>();
-    ahead_tile = t;
-    ahead_progress = job.progress;
-  }
-  {
+    // Lock order: api_mu (held), then ahead_mu; the thread never holds both.
     std::lock_guard lk(ahead_mu);
     if (ahead_stopping) {
-      std::lock_guard api(api_mu);
-      free_buffers.push_back(std::move(job.buffer));
-      ahead_tile.reset();
-      ahead_progress.reset();
+      recycle(std::move(job.buffer));
       return false;
     }
+    ahead_tile = t;
+    ahead_progress = job.progress;
     ahead_job = std::move(job);
     if (!ahead_thread.joinable()) ahead_thread = std::thread([this] { ahead_loop(); });
   }
@@ -121,8 +116,8 @@ void Dataset::Impl::ahead_loop() {
     }
     {
       std::lock_guard lk(api_mu);
-      if (ok) decoded.push_front(std::move(job.buffer));
-      else free_buffers.push_back(std::move(job.buffer));
+      if (ok) insert_decoded(std::move(job.buffer));
+      else recycle(std::move(job.buffer));
       ahead_tile.reset();
       ahead_progress.reset();
     }

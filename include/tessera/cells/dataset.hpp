@@ -24,11 +24,17 @@
 namespace tessera::cells {
 
 struct OpenOptions {
-  int max_cached_tiles = 2;    // decoded tiles kept (LRU)
-  int max_prefetch_tiles = 8;  // compressed tiles kept or in flight
-  int io_threads = 4;          // concurrent background tile fetches
-  int decode_threads = 1;      // chunks of one tile decoded in parallel
-  bool verify_crc = true;      // T15 on every fetch (the reference's default is off)
+  // Decoded tiles kept. 0 (the default) adapts to the access pattern: the two most recent tiles
+  // decoded for the first time, plus tiles decoded again (random batches, later epochs) up to
+  // `decoded_cache_bytes` of decoded nonzeros, least recently used out first. So a single pass
+  // costs two tiles of memory, and a dataset read repeatedly stays decoded while it fits.
+  // N > 0: a plain LRU of N decoded tiles (decoded_cache_bytes is then not used).
+  int max_cached_tiles = 0;
+  std::uint64_t decoded_cache_bytes = std::uint64_t{1} << 30;  // see max_cached_tiles
+  int max_prefetch_tiles = 8;                                  // compressed tiles kept or in flight
+  int io_threads = 4;                                          // concurrent background tile fetches
+  int decode_threads = 1;                                      // chunks of one tile decoded in parallel
+  bool verify_crc = true;                                      // T15 on every fetch (the reference's default is off)
   // Keep decoded tiles as uint16 genes and counts when the dataset has at most 65,536 genes
   // (Tile::decode_narrow): half the memory per cached tile and half the memory traffic of
   // decoding and gathering. Batches are the same either way.
@@ -136,6 +142,12 @@ class Dataset {
   // size is zero-filled. The vector of the other value type is emptied (its capacity kept). On an
   // exception `out` holds unspecified (valid) contents.
   void get_batch(std::span<const std::int64_t> cells, Values values, SparseBatch& out);
+  // Only the stored gene columns `genes` (repeats allowed), as columns 0, 1, … of `out`
+  // (out.n_genes = genes.size()), each row ascending: select_columns(get_batch(cells), genes)
+  // without gathering whole rows, so a small gene subset costs a scan of the decoded rows and
+  // writes only what is kept. UsageError for a gene outside [0, n_genes), before any fetch.
+  void get_batch(std::span<const std::int64_t> cells, std::span<const std::int64_t> genes, Values values,
+                 SparseBatch& out);
   // Into caller buffers holding at least batch_nnz(cells) elements (UsageError otherwise);
   // returns the indptr.
   std::vector<std::int64_t> get_batch_into(std::span<const std::int64_t> cells, std::span<std::int32_t> out_indices,

@@ -101,7 +101,7 @@ seed_corpus() {
 
 # fault_in_libhdf5 LOG: true when the first failure libFuzzer or a sanitizer reported in LOG
 # stopped inside libhdf5 rather than in tessera code: its first stack frame outside the
-# sanitizer/libFuzzer runtime, the allocator and libc lies in libhdf5 (for a leak: libhdf5
+# sanitizer/libFuzzer runtime (its interceptors of memcpy & co. included), the allocator and libc lies in libhdf5 (for a leak: libhdf5
 # allocated the memory and lost it). libhdf5 1.10 loops, reads out of bounds or clears
 # gigabytes on some damaged global and local heaps (docs/compat.md D16); the CLI isolates those reads in a
 # child process, the in-process h5ad fuzz target cannot, so such findings are triaged as known.
@@ -109,7 +109,7 @@ fault_in_libhdf5() {
   awk '
     /ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer)/ { in_report = 1; next }
     in_report && /^[[:space:]]*#[0-9]+ / {
-      if ($0 ~ /__sanitizer|__asan|__ubsan|fuzzer::|libclang_rt|crtstuff|libc\.so|libpthread|libgcc_s/) next
+      if ($0 ~ /__sanitizer|__asan|__ubsan|__interceptor_|fuzzer::|libclang_rt|crtstuff|libc\.so|libpthread|libgcc_s/) next
       # libc routines symbolized from its own sources (a memset the allocator runs for libhdf5).
       if ($0 ~ / in __(mem|str)[a-z0-9_]* .*sysdeps\//) next
       # The allocator interceptors on top of a leak report (the allocation was made below them).

@@ -43,6 +43,32 @@ READ of size 1 at 0x602000000011 thread T0
 SUMMARY: AddressSanitizer: heap-buffer-overflow
 """
 
+# libhdf5 copying from a freed attribute message of a damaged object header: the top frame is the
+# sanitizer's memcpy interceptor, called by libhdf5 (H5Aexists on a scanned h5ad).
+USE_AFTER_FREE_IN_LIBHDF5 = """\
+==30928==ERROR: AddressSanitizer: heap-use-after-free on address 0x611000010590 at pc 0x5559 bp 0x7ffc sp 0x7ffc
+READ of size 98 at 0x611000010590 thread T0
+    #0 0x555974725603 in __interceptor_memcpy (/b/fuzz_cells_h5ad+0x18e603)
+    #1 0x7f7e2d990f18  (/lib/x86_64-linux-gnu/libhdf5_serial.so.103+0x190f18)
+    #2 0x7f7e2d9b4ca4 in H5O__msg_iterate_real (/lib/x86_64-linux-gnu/libhdf5_serial.so.103+0x1b4ca4)
+    #3 0x7f7e2d85c350 in H5Aexists (/lib/x86_64-linux-gnu/libhdf5_serial.so.103+0x5c350)
+    #4 0x55a381d08713 in tessera::interop::h5::open_attribute(long, std::string const&) src/interop/hdf5_handle.cpp:131:7
+SUMMARY: AddressSanitizer: heap-use-after-free in __interceptor_memcpy
+"""
+
+# The same read as a SEGV: glibc's memcpy (symbolized from its sources) under the interceptor.
+SEGV_IN_LIBHDF5 = USE_AFTER_FREE_IN_LIBHDF5.replace(
+    "    #0 0x555974725603 in __interceptor_memcpy",
+    "    #0 0x7f7e2d4bd870 in __memcpy_avx512_unaligned_erms string/../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S:350\n"
+    "    #0 0x555974725603 in __interceptor_memcpy",
+)
+
+# The interceptor called by tessera code: a finding.
+USE_AFTER_FREE_IN_TESSERA = USE_AFTER_FREE_IN_LIBHDF5.replace(
+    "    #1 0x7f7e2d990f18  (/lib/x86_64-linux-gnu/libhdf5_serial.so.103+0x190f18)\n",
+    "    #1 0x563a3050a000 in tessera::interop::read_indptr(long) src/interop/h5ad_source.cpp:88:5\n",
+)
+
 
 def triaged_as_libhdf5(tmp_path, report):
     log = tmp_path / "fuzz.log"
@@ -65,3 +91,12 @@ def test_an_overflow_in_tessera_code_is_a_finding(tmp_path):
 
 def test_a_log_without_a_report_is_not_triaged(tmp_path):
     assert not triaged_as_libhdf5(tmp_path, "#1000 DONE cov: 10 ft: 20\n")
+
+
+def test_a_memcpy_interceptor_called_by_libhdf5_is_the_known_fault(tmp_path):
+    assert triaged_as_libhdf5(tmp_path, USE_AFTER_FREE_IN_LIBHDF5)
+    assert triaged_as_libhdf5(tmp_path, SEGV_IN_LIBHDF5)
+
+
+def test_a_memcpy_interceptor_called_by_tessera_is_a_finding(tmp_path):
+    assert not triaged_as_libhdf5(tmp_path, USE_AFTER_FREE_IN_TESSERA)

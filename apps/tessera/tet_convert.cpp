@@ -1,15 +1,20 @@
-// `tessera tet convert INPUT OUTPUT.tet [--jobs N] [--keep-fill]` (spec tet.md §6.6): HDF5, NetCDF or Zarr v3 →
-// `.tet`. The report goes to stdout after an empty line; a progress bar goes to stderr, and only
+// `tessera tet convert INPUT OUTPUT.tet [--jobs N] [--keep-fill] [--codec raw|zstd] [--level L]
+// [--chunks [NAME=]C0,C1,…]… [--var NAME]… [--exclude NAME]…` (spec tet.md §6.6): HDF5, NetCDF or
+// Zarr v3 → `.tet`. The report goes to stdout after an empty line; a progress bar goes to stderr, and only
 // when stderr is a terminal, so redirected output stays exactly the report.
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
+#include "tessera/core/error.hpp"
 #include "tessera/interop/tet_convert.hpp"
+#include "tessera/tet/writer.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -19,7 +24,30 @@ struct ConvertArgs {
   std::string output;
   unsigned jobs = 0;
   bool keep_fill = false;
+  std::string codec = "raw";
+  int level = 3;
+  std::vector<std::string> chunks, only, exclude;
 };
+
+// `--chunks` values into `options`: `C0,C1,…` (every array of that rank) or `NAME=C0,C1,…`.
+void parse_chunks(const std::vector<std::string>& specs, interop::ConvertOptions& options) {
+  for (const std::string& spec : specs) {
+    const auto eq = spec.rfind('=');
+    const std::string extents = eq == std::string::npos ? spec : spec.substr(eq + 1);
+    std::vector<std::uint64_t> shape;
+    for (std::size_t at = 0; at <= extents.size();) {
+      const auto comma = std::min(extents.find(',', at), extents.size());
+      std::uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(extents.data() + at, extents.data() + comma, v);
+      if (ec != std::errc() || end != extents.data() + comma || v == 0)
+        throw UsageError("--chunks " + spec + ": expected [NAME=]C0,C1,… with every extent a positive integer");
+      shape.push_back(v);
+      at = comma + 1;
+    }
+    if (eq == std::string::npos) options.default_chunks = shape;
+    else options.chunks[spec.substr(0, eq)] = shape;
+  }
+}
 
 // One carriage-return-refreshed line: `convert [#####.....]  40/144 chunks  primary/f32`.
 void draw_progress(const interop::ConvertProgress& p) {
@@ -44,10 +72,26 @@ void register_tet_convert(CLI::App& tet, int& rc) {
   cmd->add_flag(
       "--keep-fill", args->keep_fill,
       "Keep float values equal to _FillValue / missing_value (default: they become NaN, as xarray reads them)");
-  cmd->callback([args, &rc] {
+  cmd->add_option("--codec", args->codec, "Chunk codec of every dataset: raw (default, the reference's bytes) or zstd")
+      ->check(CLI::IsMember({"raw", "zstd"}));
+  cmd->add_option("--level", args->level, "zstd level with --codec zstd (default 3)")
+      ->check(CLI::Range(tet::kMinZstdLevel, tet::kMaxZstdLevel));
+  cmd->add_option("--chunks", args->chunks,
+                  "Chunk shape C0,C1,… for every array of that rank, or NAME=C0,C1,… for one (repeatable; default: "
+                  "the source's chunks)");
+  cmd->add_option("--var", args->only, "Convert only this array (repeatable)");
+  cmd->add_option("--exclude", args->exclude, "Leave this array out (repeatable)");
+  cmd->callback([args, cmd, &rc] {
     interop::ConvertOptions options;
     options.jobs = args->jobs;
     options.keep_fill = args->keep_fill;
+    options.codec = args->codec == "zstd" ? tet::Codec::Zstd : tet::Codec::Raw;
+    if (cmd->count("--level") > 0 && options.codec != tet::Codec::Zstd)
+      throw UsageError("--level applies to --codec zstd only");
+    options.level = args->level;
+    parse_chunks(args->chunks, options);
+    options.only = args->only;
+    options.exclude = args->exclude;
     const bool tty = ::isatty(STDERR_FILENO) == 1;
     if (tty) options.progress = draw_progress;
     interop::ConvertReport report;

@@ -1,5 +1,5 @@
-// `tessera tet convert` (spec tet.md §6.6): plans one raw `.tet` dataset per source array and
-// streams its tiles, in index order, through TetWriter::append_raw_tiles in bounded units
+// `tessera tet convert` (spec tet.md §6.6): plans one `.tet` dataset per selected source array
+// and streams its tiles, in index order, through TetWriter::append_tiles in bounded units
 // (tile_pieces: whole source chunks, or slabs of a whole-array tile that is not one). The pieces
 // of a unit are read by up to `jobs` threads of a oneTBB arena straight into the unit's buffer,
 // converted to `.tet` element types on the way; the unit is then written while the next one is
@@ -145,8 +145,8 @@ class UnitBuffer {
 
 // Every dataset's units in order: unit k is read (its pieces in parallel) while unit k − 1 is
 // being written, so reading and writing overlap; at most two units are held.
-void stream_datasets(const ArraySource& source, const std::vector<ConvertPlan>& plans, tet::TetWriter& writer,
-                     const ConvertOptions& options) {
+void stream_datasets(const ArraySource& source, const std::vector<std::size_t>& selected,
+                     const std::vector<ConvertPlan>& plans, tet::TetWriter& writer, const ConvertOptions& options) {
   const auto& arrays = source.arrays();
   const int jobs = resolve_jobs(options.jobs);
   const std::uint64_t unit_bytes = resolve_unit_bytes(options.unit_bytes, jobs);
@@ -168,18 +168,18 @@ void stream_datasets(const ArraySource& source, const std::vector<ConvertPlan>& 
       writing.wait();
       if (pending == nullptr) return;
       progress.chunks_done += pending->unit.tiles_completed;
-      progress.dataset = arrays[pending->id].name;
+      progress.dataset = arrays[selected[pending->id]].name;
       pending = nullptr;
       if (options.progress) options.progress(progress);
     };
     try {
       std::size_t k = 0;
-      for (std::size_t i = 0; i < arrays.size(); ++i) {
+      for (std::size_t i = 0; i < selected.size(); ++i) {
+        const SourceArray& array = arrays[selected[i]];
         const DType target = plans[i].dtype;
-        UnitReader reader(source, i, target, options.keep_fill);
-        detail::TilePieces pieces(arrays[i], plans[i].chunk_shape,
-                                  std::max(dtype_size(arrays[i].stored), dtype_size(target)), dtype_size(target),
-                                  unit_bytes, piece_bytes);
+        UnitReader reader(source, selected[i], target, options.keep_fill);
+        detail::TilePieces pieces(array, plans[i].chunk_shape, std::max(dtype_size(array.stored), dtype_size(target)),
+                                  dtype_size(target), unit_bytes, piece_bytes);
         for (;; ++k) {
           Slot& slot = slots[k % 2];  // never the pending one
           if (!pieces.next(slot.unit)) break;
@@ -188,7 +188,7 @@ void stream_datasets(const ArraySource& source, const std::vector<ConvertPlan>& 
           reader.read(slot.unit, slot.bytes);
           finish_pending();
           pending = &slot;
-          writing.run([&writer, &slot] { writer.append_raw_tiles(slot.id, slot.bytes); });
+          writing.run([&writer, &slot] { writer.append_tiles(slot.id, slot.bytes); });
         }
       }
       finish_pending();
@@ -200,6 +200,53 @@ void stream_datasets(const ArraySource& source, const std::vector<ConvertPlan>& 
       throw;
     }
   });
+}
+
+// The indices of the arrays `options` selects, in the input's order. UsageError naming the
+// names the input does not have, and when nothing is left.
+std::vector<std::size_t> select_arrays(const ArraySource& source, const ConvertOptions& options) {
+  const auto& arrays = source.arrays();
+  std::vector<std::string> unknown;
+  for (const auto* names : {&options.only, &options.exclude})
+    for (const auto& name : *names)
+      if (std::none_of(arrays.begin(), arrays.end(), [&](const SourceArray& a) { return a.name == name; }))
+        unknown.push_back(name);
+  if (!unknown.empty()) {
+    std::string have;
+    for (const auto& a : arrays) have += (have.empty() ? "" : ", ") + a.name;
+    std::string missing;
+    for (const auto& n : unknown) missing += (missing.empty() ? "" : ", ") + n;
+    throw UsageError(source.path() + ": no array named " + missing + " (it has " + have + ")", source.path());
+  }
+  const auto listed = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  std::vector<std::size_t> selected;
+  for (std::size_t i = 0; i < arrays.size(); ++i)
+    if ((options.only.empty() || listed(options.only, arrays[i].name)) && !listed(options.exclude, arrays[i].name))
+      selected.push_back(i);
+  if (selected.empty())
+    throw UsageError(source.path() + ": --var and --exclude leave no array to convert", source.path());
+  return selected;
+}
+
+// plan_dataset with the chunk shape `options` asks for, if any. UsageError for a shape of
+// another rank or with a zero extent.
+ConvertPlan plan_with_options(const SourceArray& array, const ConvertOptions& options) {
+  ConvertPlan plan = plan_dataset(array);
+  const auto named = options.chunks.find(array.name);
+  const std::vector<std::uint64_t>* chunks = named != options.chunks.end() ? &named->second : nullptr;
+  if (!chunks && !options.default_chunks.empty() && options.default_chunks.size() == array.shape.size())
+    chunks = &options.default_chunks;
+  if (!chunks) return plan;
+  if (chunks->size() != array.shape.size())
+    throw UsageError(array.name + ": --chunks gives " + std::to_string(chunks->size()) + " extents for an array of " +
+                     std::to_string(array.shape.size()) + " axes");
+  for (std::size_t d = 0; d < chunks->size(); ++d) {
+    if ((*chunks)[d] == 0) throw UsageError(array.name + ": --chunks extents must be at least 1");
+    plan.chunk_shape[d] = std::min((*chunks)[d], array.shape[d]);
+  }
+  return plan;
 }
 
 }  // namespace
@@ -235,32 +282,37 @@ ConvertReport convert_to_tet(const ArraySource& source, InputFormat format, cons
   const auto& arrays = source.arrays();
   if (arrays.empty()) throw UsageError("no supported numeric datasets found in " + source.path(), source.path());
 
+  const std::vector<std::size_t> selected = select_arrays(source, options);
+  std::vector<ConvertPlan> plans;
+  plans.reserve(selected.size());
+  for (const std::size_t i : selected) plans.push_back(plan_with_options(arrays[i], options));
+
   const std::string at = options.at.empty() ? unix_seconds_now() : options.at;
   tet::WriterOptions writer_options;
   writer_options.history.push_back({"convert", std::string(history_source(format)), at, {}, {}});
   writer_options.metadata.file = tet::FileMetadata{"tessera tet convert", kVersion, at};
-  for (const SourceArray& array : arrays) {
+  for (const std::size_t i : selected) {
     // MetadataLimitsV1 allows 256 dataset entries; later datasets keep their data, not their attrs.
     if (writer_options.metadata.datasets.size() >= tet::MetadataLimits::kDatasets) break;
-    tet::DatasetMetadata md = dataset_metadata(array);
-    if (!empty_metadata(md)) writer_options.metadata.datasets.emplace(array.name, std::move(md));
+    tet::DatasetMetadata md = dataset_metadata(arrays[i]);
+    if (!empty_metadata(md)) writer_options.metadata.datasets.emplace(arrays[i].name, std::move(md));
   }
-  writer_options.threads = 1;  // raw tiles: nothing to compress
+  // Raw tiles have nothing to compress; zstd tiles are compressed on the convert's threads.
+  writer_options.threads = options.codec == tet::Codec::Raw ? 1 : static_cast<unsigned>(resolve_jobs(options.jobs));
 
   tet::TetWriter writer(output, std::move(writer_options));
-  std::vector<ConvertPlan> plans;
-  for (const SourceArray& array : arrays) {
-    plans.push_back(plan_dataset(array));
-    writer.add_dataset({array.name, plans.back().dtype, array.shape, plans.back().chunk_shape, tet::Codec::Raw, 3});
+  for (std::size_t k = 0; k < selected.size(); ++k) {
+    const SourceArray& array = arrays[selected[k]];
+    writer.add_dataset({array.name, plans[k].dtype, array.shape, plans[k].chunk_shape, options.codec, options.level});
   }
 
-  stream_datasets(source, plans, writer, options);
+  stream_datasets(source, selected, plans, writer, options);
   writer.commit();
 
   ConvertReport report;
   report.input = source.path();
   report.output = output;
-  for (const SourceArray& array : arrays) report.datasets.push_back({array.name, array.shape});
+  for (const std::size_t i : selected) report.datasets.push_back({arrays[i].name, arrays[i].shape});
   report.history = {"convert", std::string(history_source(format)), at, {}, {}};
   report.elapsed_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;

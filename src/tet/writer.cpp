@@ -65,6 +65,9 @@ struct TetWriter::State {
   // Buffers reused from one chunk row to the next.
   std::vector<std::byte> row_buffer;
   std::vector<std::vector<std::byte>> compressed;
+  // append_tiles of a compressed dataset: the bytes of the tile not complete yet, and the one
+  // completed from them in the current call.
+  std::vector<std::byte> held, held_done;
 
   // Runs f(0..n-1), in parallel unless one thread was asked for.
   template <typename F>
@@ -148,6 +151,24 @@ struct TetWriter::State {
   void copy_carried_payloads();
   void write_row(std::uint32_t id, std::uint64_t row, std::span<const std::byte> slab);
   void append_raw(std::uint32_t id, std::span<const std::byte> bytes);
+  void append_compressed(std::uint32_t id, std::span<const std::byte> bytes);
+  // The checks and dispatch of append_raw_tiles / append_tiles (`call`), for a dataset that is due.
+  void append_tiles(std::uint32_t id, std::span<const std::byte> bytes, const char* call) {
+    DatasetPlan& p = datasets[id];
+    const std::uint64_t left = p.geometry.logical_bytes - p.bytes_written;
+    if (bytes.size() > left)
+      throw UsageError(prefix(id) + call + " got " + std::to_string(bytes.size()) + " bytes but only " +
+                       std::to_string(left) + " remain of the dataset's tiles");
+    if (bytes.empty()) return;
+    guarded([&] {
+      if (phase == Phase::Declaring) begin();
+      switch (p.codec) {
+        case Codec::Raw: append_raw(id, bytes); return;
+        case Codec::Zstd: append_compressed(id, bytes); return;
+      }
+      throw UsageError(prefix(id) + call + ": unknown codec");
+    });
+  }
   void patch_index();
 };
 
@@ -306,6 +327,51 @@ void TetWriter::State::append_raw(std::uint32_t id, std::span<const std::byte> b
   if (p.complete()) advance();
 }
 
+// Tiles in index order, cut anywhere, compressed as each one completes: a tile given whole in
+// one call is compressed from the caller's bytes, one given in parts is held until its last byte.
+// The tiles completed by one call are compressed in parallel, then written in order, exactly as
+// write_row writes the same tiles.
+void TetWriter::State::append_compressed(std::uint32_t id, std::span<const std::byte> bytes) {
+  DatasetPlan& p = datasets[id];
+  struct Ready {
+    detail::RowTile tile;
+    std::span<const std::byte> data;
+  };
+  std::vector<Ready> ready;
+  held_done.clear();
+  for (std::uint64_t done = 0; done < bytes.size();) {
+    const detail::RowTile tile = detail::row_tile(p, p.tiles_written / p.row_tiles, p.tiles_written % p.row_tiles);
+    const std::uint64_t k = std::min<std::uint64_t>(bytes.size() - done, tile.bytes - p.tile_bytes_written);
+    const std::span<const std::byte> part = bytes.subspan(checked_size(done), checked_size(k));
+    done += k;
+    if (p.tile_bytes_written == 0 && k == tile.bytes) {
+      ready.push_back({tile, part});
+    } else {
+      held.insert(held.end(), part.begin(), part.end());
+      p.tile_bytes_written += k;
+      if (p.tile_bytes_written < tile.bytes) break;  // the call ends inside this tile
+      // Only a call's first tile can complete from held bytes; later ones start in this call.
+      held_done.swap(held);
+      held.clear();
+      p.tile_bytes_written = 0;
+      ready.push_back({tile, held_done});
+    }
+    if (++p.tiles_written % p.row_tiles == 0) ++p.rows_written;
+  }
+  compressed.resize(std::max(compressed.size(), ready.size()));
+  const codec::ZstdOptions zopts{p.zstd_level, /*content_size=*/true, /*checksum=*/false};
+  for_each(ready.size(), [&](std::uint64_t i) {
+    compressed[i].clear();
+    codec::zstd_compress_append(ready[i].data, compressed[i], zopts);
+  });
+  for (std::size_t i = 0; i < ready.size(); ++i) {
+    record_entry(id, ready[i].tile.coords, sink->position(), ready[i].tile.bytes, compressed[i].size());
+    sink->write(compressed[i]);
+  }
+  p.bytes_written += bytes.size();
+  if (p.complete()) advance();
+}
+
 void TetWriter::State::patch_index() {
   std::vector<std::byte> block;
   block.reserve(kIoBlock + ChunkEntry::kSize);
@@ -438,19 +504,17 @@ void TetWriter::write_dataset(std::uint32_t id, std::span<const std::byte> data)
 
 void TetWriter::append_raw_tiles(std::uint32_t id, std::span<const std::byte> bytes) {
   State& s = *state_;
-  DatasetPlan& p = s.due(id, "append_raw_tiles");
+  const DatasetPlan& p = s.due(id, "append_raw_tiles");
   if (p.codec != Codec::Raw)
     throw UsageError(s.prefix(id) + "append_raw_tiles needs a raw-codec dataset (this one is " +
                      std::string(codec_name(p.codec)) + ")");
-  const std::uint64_t left = p.geometry.logical_bytes - p.bytes_written;
-  if (bytes.size() > left)
-    throw UsageError(s.prefix(id) + "append_raw_tiles got " + std::to_string(bytes.size()) + " bytes but only " +
-                     std::to_string(left) + " remain of the dataset's tiles");
-  if (bytes.empty()) return;
-  s.guarded([&] {
-    if (s.phase == Phase::Declaring) s.begin();
-    s.append_raw(id, bytes);
-  });
+  s.append_tiles(id, bytes, "append_raw_tiles");
+}
+
+void TetWriter::append_tiles(std::uint32_t id, std::span<const std::byte> bytes) {
+  State& s = *state_;
+  s.due(id, "append_tiles");
+  s.append_tiles(id, bytes, "append_tiles");
 }
 
 void TetWriter::commit() {

@@ -1,17 +1,19 @@
-// `tessera tet convert` as a library call (spec tet.md §6.6): HDF5, NetCDF or Zarr v3 → one raw
-// `.tet` file, streamed through TetWriter in bounded units of tiles (read in parallel, written
-// while the next unit is read), with the convert history row and the imported metadata in the
-// footer. The output is written atomically: on any error nothing appears at the output path.
+// `tessera tet convert` as a library call (spec tet.md §6.6): HDF5, NetCDF or Zarr v3 → one
+// `.tet` file (raw by default, or zstd), streamed through TetWriter in bounded units of tiles (read in parallel,
+// written while the next unit is read), with the convert history row and the imported metadata in the footer. The
+// output is written atomically: on any error nothing appears at the output path.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "tessera/interop/detect.hpp"
 #include "tessera/interop/source.hpp"
 #include "tessera/tet/footer.hpp"
+#include "tessera/tet/format.hpp"
 
 namespace tessera::interop {
 
@@ -39,6 +41,17 @@ struct ConvertOptions {
   // Keep the stored values of unpacked float arrays that equal their `_FillValue` /
   // `missing_value` (the reference's output) instead of writing NaN (`--keep-fill`).
   bool keep_fill = false;
+  // Codec and zstd level of every dataset (`--codec`, `--level`). Raw output is the reference's
+  // byte for byte; zstd tiles are compressed on the `jobs` threads while the next ones are read.
+  tet::Codec codec = tet::Codec::Raw;
+  int level = 3;
+  // Chunk shapes (`--chunks`): `chunks` by array name, else `default_chunks` for every array of
+  // its rank, else the source's chunking (§6.6). Extents above the array's are capped.
+  std::map<std::string, std::vector<std::uint64_t>> chunks{};
+  std::vector<std::uint64_t> default_chunks{};
+  // The arrays converted, by name: `only` (`--var`; empty = all) minus `exclude` (`--exclude`).
+  // A name the input does not have is a UsageError listing the names it has.
+  std::vector<std::string> only{}, exclude{};
 };
 
 inline constexpr unsigned kMaxConvertJobs = 64;

@@ -12,6 +12,7 @@
 //     row at a time (`write_chunk_row`, rows in order), or — raw codec only — as the tiles
 //     themselves in index order, in parts cut anywhere (`append_raw_tiles`), so files larger than
 //     RAM can be written, and even a single tile larger than RAM streams through a small buffer;
+//     `append_tiles` does the same for any codec (a compressed tile is held until complete);
 //  3. `commit()` appends the footer, patches the superblock and index, and commits the sink.
 // Calls out of order throw UsageError and leave the writer usable; an I/O or codec failure while
 // writing leaves it failed (every later call throws). A writer destroyed without `commit()` never
@@ -98,6 +99,10 @@ class TetWriter {
   // buffered. Chunk rows (`write_chunk_row`) may follow only at a chunk row boundary. Throws
   // UsageError for a zstd dataset or for more bytes than the dataset has left.
   void append_raw_tiles(std::uint32_t id, std::span<const std::byte> bytes);
+  // The same for a dataset of any codec: a zstd dataset's tiles are compressed as they complete
+  // (the tiles one call completes in parallel on `threads`), so a tile given in parts is held in
+  // memory until its last part. The file is byte for byte what write_dataset writes.
+  void append_tiles(std::uint32_t id, std::span<const std::byte> bytes);
 
   // Appends the footer (when there is history or metadata), sets flag bit 0 accordingly, writes
   // the final superblock and index, and commits the sink. Throws UsageError when a dataset is

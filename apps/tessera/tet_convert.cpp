@@ -63,8 +63,9 @@ void draw_progress(const interop::ConvertProgress& p) {
 
 void register_tet_convert(CLI::App& tet, int& rc) {
   auto args = std::make_shared<ConvertArgs>();
-  CLI::App* cmd = tet.add_subcommand("convert", "Convert HDF5, NetCDF or a Zarr v3 store to a .tet file");
-  cmd->add_option("INPUT", args->input, "Input: .h5/.hdf5/.hdf/.he2/.he5, .nc/.nc4/…, or a Zarr v3 directory")
+  CLI::App* cmd = tet.add_subcommand("convert", "Convert HDF5, NetCDF, a Zarr v3 store or a .tet file to a .tet file");
+  cmd->add_option("INPUT", args->input,
+                  "Input: .h5/.hdf5/.hdf/.he2/.he5, .nc/.nc4/…, a Zarr v3 directory, or a .tet file")
       ->required();
   cmd->add_option("OUTPUT", args->output, "Output .tet file (written atomically)")->required();
   cmd->add_option("--jobs,-j", args->jobs, "Parallel tile readers (0 = available parallelism, at most 64)")

@@ -84,6 +84,7 @@ std::string_view history_source(InputFormat format) noexcept {
     case InputFormat::Hdf5: return "h5";
     case InputFormat::NetCdf: return "nc";
     case InputFormat::Zarr: return "zarr";
+    case InputFormat::Tet: return "tet";
   }
   return "h5";
 }
@@ -108,6 +109,7 @@ InputFormat detect_convert_input(const std::string& path) {
   if (contains(kHdf5Extensions, ext)) by_extension = InputFormat::Hdf5;
   else if (contains(kNetCdfExtensions, ext)) by_extension = InputFormat::NetCdf;
   else if (ext == "zarr") by_extension = InputFormat::Zarr;
+  else if (ext == "tet") by_extension = InputFormat::Tet;
 
   if (by_extension) {
     // The libraries read plain files only; a compressed one would fail deep inside them with a

@@ -272,6 +272,7 @@ ConvertReport convert_to_tet(const std::string& input, const std::string& output
     case InputFormat::Hdf5: source = open_hdf5_source(input); break;
     case InputFormat::NetCdf: source = open_netcdf_source(input); break;
     case InputFormat::Zarr: source = open_zarr_source(input); break;
+    case InputFormat::Tet: source = open_tet_source(input); break;
   }
   return convert_to_tet(*source, format, output, options);
 }
@@ -289,6 +290,7 @@ ConvertReport convert_to_tet(const ArraySource& source, InputFormat format, cons
 
   const std::string at = options.at.empty() ? unix_seconds_now() : options.at;
   tet::WriterOptions writer_options;
+  writer_options.history = source.history();
   writer_options.history.push_back({"convert", std::string(history_source(format)), at, {}, {}});
   writer_options.metadata.file = tet::FileMetadata{"tessera tet convert", kVersion, at};
   for (const std::size_t i : selected) {

@@ -115,3 +115,24 @@ def test_wrong_options_are_usage_errors(source, args, rc, message):
     assert proc.returncode == rc, proc.stderr
     assert message in proc.stderr
     assert not out.exists()
+
+
+def test_a_tet_file_converts_again_to_rechunk_or_recompress(source):
+    """`.tet` → `.tet`: the values, attributes and dimension names are kept, every earlier history
+    row stays before the new one, and each step's codec and chunks are the ones asked for."""
+    cli("tet", "convert", source / "in.nc", source / "step1.tet")
+    cli("tet", "convert", source / "step1.tet", source / "step2.tet", "--codec", "zstd", "--chunks", "12,30,40",
+        "--exclude", "time")
+    cli("tet", "convert", source / "step2.tet", source / "step3.tet", "--chunks", "tas=4,10,20", "--var", "tas",
+        "--var", "orog")
+    one, two, three = (tet.open(source / f"step{k}.tet") for k in (1, 2, 3))
+    assert "time" not in two.keys() and sorted(three.keys()) == ["orog", "tas"]
+    assert two["tas"].chunks == (12, 30, 40) and two["tas"].codec == "zstd"
+    assert three["tas"].chunks == (4, 10, 20) and three["tas"].codec == "raw"
+    assert three["orog"].chunks == two["orog"].chunks
+    for name in ("tas", "orog"):
+        np.testing.assert_array_equal(three[name][...], one[name][...])
+        assert three[name].attrs == one[name].attrs
+        assert three[name].dim_names == one[name].dim_names
+    assert [(row["op"], row["source"]) for row in three.history] == [("convert", "nc"), ("convert", "tet"),
+                                                                      ("convert", "tet")]

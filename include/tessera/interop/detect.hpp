@@ -10,9 +10,9 @@
 
 namespace tessera::interop {
 
-enum class InputFormat { Hdf5, NetCdf, Zarr };
+enum class InputFormat { Hdf5, NetCdf, Zarr, Tet };
 
-// The `source` of the convert history row: "h5", "nc" or "zarr".
+// The `source` of the convert history row: "h5", "nc", "zarr" or "tet".
 std::string_view history_source(InputFormat format) noexcept;
 
 // Detects the format of `path`. Throws UnsupportedError with the spec's text

@@ -1,7 +1,8 @@
 // A foreign array container seen by the `.tet` converter: the list of importable arrays (names,
 // element types, shapes, chunking, CF packing, the footer metadata they bring) and ranged reads of
 // their elements. One implementation per input format, each in its own room: `hdf5` (the only
-// code that includes hdf5.h), `netcdf` (libnetcdf) and `zarr_source` (tessera's zarr module).
+// code that includes hdf5.h), `netcdf` (libnetcdf), `zarr_source` (tessera's zarr module) and
+// `tet_source` (tessera's `.tet` reader, to rechunk or recompress a `.tet` file).
 //
 // Readers deliver elements exactly as stored (C order, little-endian, in `stored` type, which may
 // be i8 or bool); turning them into `.tet` element types (int8 → i16, CF decoding) is the
@@ -61,6 +62,8 @@ class ArraySource {
   // threads at once. Throws FormatError/IoError naming the file and the array.
   virtual void read(std::size_t index, std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
                     std::span<std::byte> out) const = 0;
+  // History rows the input already carries (a `.tet` input's), kept before the convert row.
+  virtual std::vector<tet::HistoryRow> history() const { return {}; }
 };
 
 // Each opens the container and lists its arrays (throwing FormatError/IoError naming the file when
@@ -69,5 +72,7 @@ class ArraySource {
 std::unique_ptr<ArraySource> open_hdf5_source(const std::string& path);
 std::unique_ptr<ArraySource> open_netcdf_source(const std::string& path);
 std::unique_ptr<ArraySource> open_zarr_source(const std::string& path);
+// A `.tet` file: its datasets as stored (element type, chunking, footer metadata) and its history.
+std::unique_ptr<ArraySource> open_tet_source(const std::string& path);
 
 }  // namespace tessera::interop

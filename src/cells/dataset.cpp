@@ -269,9 +269,8 @@ class BatchRequest {
     // ahead are prefetched); then the kept genes and counts are loaded, independent loads that
     // overlap. (Loading each count right after its row's scan exposed a memory latency per row.)
     constexpr std::size_t kAheadRows = 2;
-    const auto scan_rows = [&](std::size_t k, const auto* genes, auto count_at) {
+    const auto scan_rows = [&](std::size_t k, const std::vector<std::int64_t>& ip, const auto* genes, auto count_at) {
       const std::uint64_t start = tile_start(k);
-      const auto& ip = impl_.find_decoded(plan.tiles[k])->indptr;
       const auto row_of = [&](std::size_t p) { return static_cast<std::uint64_t>(cells_[plan.order[p]]) - start; };
       auto& kept = plan.kept_positions;
       kept.clear();
@@ -298,9 +297,9 @@ class BatchRequest {
     for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
       const auto& d = decode_tile(k);
       if (d.narrow)
-        scan_rows(k, d.genes.data(),
+        scan_rows(k, d.indptr, d.genes.data(),
                   [&](std::uint64_t j) { return d.counts[j] == 0xFFFF ? wide_count(d, j) : d.counts[j]; });
-      else scan_rows(k, d.indices.data(), [&](std::uint64_t j) { return d.values[j]; });
+      else scan_rows(k, d.indptr, d.indices.data(), [&](std::uint64_t j) { return d.values[j]; });
     }
     indptr_[0] = 0;
     std::partial_sum(indptr_.begin(), indptr_.end(), indptr_.begin());

@@ -19,6 +19,7 @@
 #include "cells_commands.hpp"
 #include "cells_convert.hpp"
 #include "commands.hpp"
+#include "remote_output.hpp"
 #include "tessera/cells/concat_source.hpp"
 #include "tessera/cells/count_errors.hpp"
 #include "tessera/cells/dataset_writer.hpp"
@@ -155,10 +156,15 @@ void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
   const auto say = [&](const std::string& line) {
     if (!a.quiet) std::cout << line << "\n" << std::flush;
   };
+  // A bucket output is staged locally and published with its manifest last (docs/commit-protocols.md).
+  io::OutputTarget target(a.output, io::OutputTarget::Shape::Directory);
+  const io::CommitPlan plan{.commit_keys = {"manifest.json"}, .overwrite = a.overwrite};
   {
     // §7.8: refused before anything is read (write_dataset checks again when it starts).
+    target.check_writable(plan);
     std::error_code ec;
-    if (!a.overwrite && std::filesystem::is_directory(a.output, ec) && !std::filesystem::is_empty(a.output, ec))
+    if (!target.remote() && !a.overwrite && std::filesystem::is_directory(a.output, ec) &&
+        !std::filesystem::is_empty(a.output, ec))
       throw UsageError(a.output + " is not empty; pass --overwrite to replace it", a.output);
   }
   const std::vector<std::string> paths = resolve_patterns(patterns, a.no_sort_files);
@@ -230,7 +236,8 @@ void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
           " cells, " + mb(t.bytes) + " MB");
     };
     o.interrupted = StopSignals::raised;
-    const cells::Manifest m = cells::write_dataset(*source, a.output, o);
+    const cells::Manifest m = cells::write_dataset(*source, target.local_path(), o);
+    publish_output(target, plan);
     say("done: " + std::to_string(n_tiles) + " tiles, " + mb(bytes) + " MB = " +
         cells::format_fixed(static_cast<double>(bytes) / static_cast<double>(n_cells) / 1e3, 2) + " kB per cell");
     if (m.has_obs) {

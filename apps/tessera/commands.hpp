@@ -35,6 +35,8 @@ void register_ragged_hashes(CLI::App& ragged, int& rc);
 void register_ragged_synth(CLI::App& ragged, int& rc);
 // `tessera cells …`
 void register_cells(CLI::App& app, int& rc);
+// `tessera remote cleanup URI` (remote_output.cpp).
+void register_remote(CLI::App& app, int& rc);
 // `tessera info PATH` / `tessera verify PATH`: detect the format and dispatch.
 void register_detect(CLI::App& app, int& rc);
 // Rewrites `info|verify … PATH …` (the arguments after the program name) into the detected

@@ -28,6 +28,7 @@ std::string_view docs_page(std::string_view path) {
       {"tet qhist", "tet-query.md"},
       {"cells", "cells.md"},
       {"ragged", "ragged.md"},
+      {"remote", "remote.md"},
   };
   for (const Entry& entry : kPages) {
     if (path == entry.prefix ||

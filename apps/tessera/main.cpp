@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   tessera::cli::register_tet(app, rc);
   tessera::cli::register_ragged(app, rc);
   tessera::cli::register_cells(app, rc);
+  tessera::cli::register_remote(app, rc);
   tessera::cli::register_detect(app, rc);
   tessera::cli::link_docs_pages(app);
   try {

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "remote_output.hpp"
+#include "tessera/core/error.hpp"
 #include "ragged_common.hpp"
 #include "tessera/interop/granule.hpp"
 #include "tessera/ragged/build.hpp"
@@ -242,16 +244,29 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
     if (a->o.value_col.empty())
       throw CLI::ValidationError("--value-col", "is required (or give --config with a zagg config)");
     ragged::build::BuildOptions o = options_of(*a);
+    const bool overwrite = o.overwrite;
+    io::OutputTarget target(a->out, io::OutputTarget::Shape::Directory);
+    target.check_writable({});
+    // A flat store grows in place (chunks added to the existing arrays), which a staged copy
+    // cannot do without downloading the store: in a bucket, only a new flat store is written.
+    if (target.remote() && a->layout == "flat" && target.store().exists("zarr.json"))
+      throw UsageError(a->out +
+                           ": adding to an existing flat store in a bucket is not supported; build into a new "
+                           "prefix or use the hive layout",
+                       a->out);
+    const std::optional<std::string> hive_manifest = stage_existing_hive_manifest(target);
     const bool tty = ::isatty(STDERR_FILENO) == 1;
     ragged::build::BuildReport report;
     try {
-      report = ragged::build::run(a->out, std::move(o),
+      report = ragged::build::run(target.local_path(), std::move(o),
                                   tty ? ragged::build::ProgressSink(draw_progress) : ragged::build::ProgressSink());
     } catch (...) {
       if (tty) write_stream(stderr, "\r\033[K");
       throw;
     }
     if (tty) write_stream(stderr, "\r\033[K");
+    drop_unchanged(target, "morton_hive.json", hive_manifest);
+    publish_output(target, zarr_commit_plan(target.local_path(), overwrite));
     print_report(report, a->out);
     rc = 0;
   });

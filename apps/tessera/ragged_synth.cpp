@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "remote_output.hpp"
 #include "ragged_common.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/synth.hpp"
@@ -28,9 +29,14 @@ void register_ragged_synth(CLI::App& ragged, int& rc) {
   cmd->add_option("--field", a->field, "field name (default h_tdigest)");
   cmd->add_option("--seed", a->seed, "generator seed (default 1)");
   cmd->callback([a, dir, &rc] {
-    std::filesystem::create_directories(*dir);
-    io::DirectoryStore store(*dir);
+    io::OutputTarget target(*dir, io::OutputTarget::Shape::Directory);
+    target.check_writable({});
+    const std::optional<std::string> hive_manifest = stage_existing_hive_manifest(target);
+    std::filesystem::create_directories(target.local_path());
+    io::DirectoryStore store(target.local_path());
     const ragged::SynthLeafReport report = ragged::synth_hive(store, *a);
+    drop_unchanged(target, "morton_hive.json", hive_manifest);
+    publish_output(target, zarr_commit_plan(target.local_path(), true));
     ragged_cli::print_json([&](codec::json::JsonWriter& w) {
       w.begin_object();
       w.key("hive").value(*dir);

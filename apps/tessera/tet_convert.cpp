@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "remote_output.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/interop/tet_convert.hpp"
 #include "tessera/tet/writer.hpp"
@@ -97,7 +98,9 @@ void register_tet_convert(CLI::App& tet, int& rc) {
     if (tty) options.progress = draw_progress;
     interop::ConvertReport report;
     try {
-      report = interop::convert_to_tet(args->input, args->output, options);
+      io::OutputTarget target(args->output, io::OutputTarget::Shape::File);
+      report = interop::convert_to_tet(args->input, target.local_path(), options);
+      publish_output(target);
     } catch (...) {
       if (tty) write_stream(stderr, "\r\033[K");
       throw;

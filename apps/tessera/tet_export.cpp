@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "remote_output.hpp"
 #include "tessera/interop/tet_export.hpp"
 
 namespace tessera::cli {
@@ -21,7 +22,11 @@ void register_tet_export(CLI::App& tet, int& rc) {
   cmd->add_option("INPUT", args->input, "Input .tet file")->required();
   cmd->add_option("OUTPUT_DIR", args->output, "Output directory (missing or empty)")->required();
   cmd->callback([args, &rc] {
-    const interop::ExportSummary s = interop::export_tet_to_zarr(args->input, args->output);
+    io::OutputTarget target(args->output, io::OutputTarget::Shape::Directory);
+    // A remote store is refused up front when it exists (the command never replaces a store).
+    target.check_writable(io::CommitPlan{.commit_keys = {"zarr.json"}}, "; export to a new prefix");
+    const interop::ExportSummary s = interop::export_tet_to_zarr(args->input, target.local_path());
+    publish_output(target, zarr_commit_plan(target.local_path(), false));
     write_stream(stderr, fmt::format("exported {} dataset(s), {} chunk(s) \u2192 {} ({:.2f}s)\n", s.datasets, s.chunks,
                                      args->output, s.elapsed_secs));
     rc = 0;

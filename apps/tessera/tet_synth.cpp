@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "remote_output.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/tet/synth.hpp"
 
@@ -78,7 +79,9 @@ void register_tet_synth(CLI::App& tet, int& rc) {
     options.memory_budget_percent_bps = args->budget_bps;
     options.memory_budget_bytes = args->budget_bytes;
     options.at = history_time_from_environment();
-    const tet::SynthSummary summary = tet::synth_write(args->out, std::move(options));
+    io::OutputTarget target(args->out, io::OutputTarget::Shape::File);
+    const tet::SynthSummary summary = tet::synth_write(target.local_path(), std::move(options));
+    publish_output(target);
     fmt::print("wrote {}: {}, {}, {}\n", args->out, plural(summary.datasets, "dataset"),
                plural(summary.chunks, "chunk"), plural(summary.bytes, "byte"));
     rc = 0;

@@ -304,8 +304,4 @@ DirListing BucketStore::list_dir(const std::string& prefix) const {
   return out;
 }
 
-void BucketStore::put(const std::string& key, std::span<const std::byte>) { refuse_remote_write(name_ + "/" + key); }
-void BucketStore::erase(const std::string& key) { refuse_remote_write(name_ + "/" + key); }
-void BucketStore::erase_prefix(const std::string& prefix) { refuse_remote_write(name_ + "/" + prefix); }
-
 }  // namespace tessera::io

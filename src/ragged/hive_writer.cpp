@@ -3,12 +3,11 @@
 #include "tessera/ragged/hive_writer.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <set>
 
 #include "tessera/codec/checksum.hpp"
 #include "tessera/codec/zstd.hpp"
+#include "tessera/core/civil_date.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/morton.hpp"
@@ -33,14 +32,7 @@ std::string text_of(const std::vector<std::byte>& bytes) {
 
 }  // namespace
 
-std::string utc_now_iso() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
-  return buf;
-}
+std::string utc_now_iso() { return utc_now_text("%Y-%m-%dT%H:%M:%S+00:00"); }
 
 Json manifest_document(const ManifestSpec& s, const std::string& generated_at) {
   Json m = Json::object();

@@ -4,7 +4,6 @@
 // Elements whose denominator is zero or non-finite become NaN and their logical indices are
 // recorded in read-plan chunk order (row-major inside each tile).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include <memory>
 
 #include "query_internal.hpp"
+#include "tessera/core/civil_date.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/tet/writer.hpp"
 #include "tessera/tet_query/query_engine.hpp"
@@ -159,14 +159,7 @@ std::string join_x(const std::vector<std::uint64_t>& v) {
   return out;
 }
 
-std::string utc_stamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
-}
+std::string utc_stamp() { return utc_now_text("%Y%m%dT%H%M%SZ"); }
 
 // Writes the sidecar (§4.6) from the transformed selection and moves it into place.
 void write_sidecar(const Plan& plan, const QueryOperation& op, const std::byte* data, const std::string& destination,

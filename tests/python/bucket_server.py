@@ -10,18 +10,44 @@ libcurl's) and refuses what a real bucket would refuse:
   (`a/1/` is missed when every object is deeper, as in a hive): the proxy answers delimited
   listings itself from s3rver's full (undelimited) listing, grouped as S3 groups them;
 - s3rver reads a suffix range (`bytes=-N`, which S3 answers with the last N bytes) as `bytes=0-N`:
-  the proxy rewrites it to the explicit range of the last N bytes, as S3 would serve it.
+  the proxy rewrites it to the explicit range of the last N bytes, as S3 would serve it;
+- s3rver ignores `If-None-Match: *` on PutObject and CompleteMultipartUpload (conditional create):
+  the proxy answers 412 PreconditionFailed when the object exists, checking and writing under one
+  lock so that of two racing conditional creates exactly one wins; other If-None-Match values on
+  a write are refused as S3 refuses them (501 NotImplemented);
+- s3rver keeps no account of multipart uploads beyond their part files: the proxy tracks every
+  upload it sees initiated (key, upload id, initiation time, each part's size and ETag) and
+  * answers NoSuchUpload (404) to UploadPart, CompleteMultipartUpload and AbortMultipartUpload
+    with an upload id that is unknown, aborted or already completed;
+  * refuses a CompleteMultipartUpload as S3 does: InvalidPart (a listed part was not uploaded or
+    its ETag differs), InvalidPartOrder (part numbers not ascending), EntityTooSmall (a part other
+    than the last is under 5 MiB);
+  * implements AbortMultipartUpload (204; s3rver's part files are deleted) and
+    ListMultipartUploads (in-progress uploads of a bucket, optionally under a prefix, one page),
+    which s3rver lacks;
+- a body whose SHA-256 differs from the signed x-amz-content-sha256 is refused (400
+  XAmzContentSHA256Mismatch), as S3 refuses it;
+- `fail_writes(status, times, after)` answers writes with 503/500 or resets their connection, and
+  `write_delay` slows each write down, for the tests of retries and of writers killed mid-upload;
+- request bodies sent with `Transfer-Encoding: chunked` are decoded and passed on with a
+  Content-Length.
 
-The proxy counts the requests it passed (method, path, query, Range), which is how the tests
-compare request counts with the local CountingStore's. Everything listens on 127.0.0.1 only and
-is stopped by `close()`.
+The proxy counts the requests it passed (method, path, query, Range), including those it answers
+itself, which is how the tests compare request counts with the local CountingStore's.
+Everything listens on 127.0.0.1 only and is stopped by `close()`.
 """
+import dataclasses
+import datetime
+import hashlib
 import http.client
 import http.server
+import itertools
 import os
 import pathlib
+import re
 import shutil
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -46,9 +72,57 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+MIN_PART_SIZE = 5 * 1024 * 1024  # S3's floor for every part of a multipart upload but the last
+MAX_CHUNKS = 1_000_000            # bound on the chunks of one `Transfer-Encoding: chunked` body
+S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+
 def _error(code: str, message: str) -> bytes:
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
             f"<Message>{message}</Message></Error>").encode()
+
+
+def _error_response(status: int, code: str, message: str):
+    """(status, headers, body) of an S3 error answered by the proxy itself."""
+    return status, [("Content-Type", "application/xml")], _error(code, message)
+
+
+def _xml_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _read_chunked(rfile) -> bytes:
+    """The decoded body of a `Transfer-Encoding: chunked` request (RFC 9112 §7.1); trailers are
+    read and dropped. Raises ValueError on malformed framing."""
+    body = bytearray()
+    for _ in range(MAX_CHUNKS):
+        line = rfile.readline(65537)
+        if not line.endswith(b"\n"):
+            raise ValueError("truncated chunk size line")
+        size = int(line.split(b";", 1)[0].strip(), 16)  # ValueError when not hex
+        if size < 0:
+            raise ValueError("negative chunk size")
+        if size == 0:
+            for _ in range(1000):  # trailer fields, up to the empty line
+                if rfile.readline(65537) in (b"\r\n", b"\n", b""):
+                    return bytes(body)
+            raise ValueError("too many trailer fields")
+        data = rfile.read(size)
+        if len(data) != size or rfile.readline(65537) not in (b"\r\n", b"\n"):
+            raise ValueError("truncated chunk")
+        body += data
+    raise ValueError("too many chunks")
+
+
+@dataclasses.dataclass
+class _Upload:
+    """A multipart upload the proxy saw initiated and that is neither completed nor aborted."""
+    bucket: str
+    key: str
+    upload_id: str
+    initiated: datetime.datetime
+    seq: int  # initiation order, to sort uploads initiated within the same clock tick
+    parts: dict = dataclasses.field(default_factory=dict)  # part number -> (size, ETag without quotes)
 
 
 class BucketServer:
@@ -62,7 +136,14 @@ class BucketServer:
         self.public_buckets = set(public_buckets)
         self.requests = []  # (method, path, query, range) of every request passed on
         self.refused = []   # (code, path) of every request refused
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()        # guards requests, refused and _uploads
+        self._write_lock = threading.Lock()  # makes a conditional create's check-and-write atomic
+        self._uploads = {}                   # upload id -> _Upload, for the uploads in progress
+        self._upload_seq = itertools.count()
+        self._write_faults = []              # [status or "reset", times, after] planned by fail_writes
+        self.write_delay = 0.0               # seconds each write waits before it is performed
+        self._in_flight = 0                  # requests being handled
+        self._store = scratch / "s3rver"     # s3rver's --directory (its filesystem store)
         self._backend_port = free_port()
         (scratch / "s3rver").mkdir(parents=True, exist_ok=True)
         self._proc = subprocess.Popen(
@@ -95,19 +176,66 @@ class BucketServer:
         except subprocess.TimeoutExpired:
             self._proc.kill()
 
+    def fail_writes(self, status=503, times=1, after=0):
+        """The next `times` writes (PUT, POST, DELETE) after `after` more are answered `status`
+        (503 or 500) instead of being performed; status "reset" closes their connection unanswered."""
+        with self._lock:
+            self._write_faults.append([status, times, after])
+
+    def clear_write_faults(self):
+        with self._lock:
+            self._write_faults.clear()
+
+    def take_write_fault(self):
+        """The fault planned for this write (a status, "reset"), or None."""
+        with self._lock:
+            while self._write_faults:
+                fault = self._write_faults[0]
+                if fault[2] > 0:
+                    fault[2] -= 1
+                    return None
+                if fault[1] > 0:
+                    fault[1] -= 1
+                    return fault[0]
+                self._write_faults.pop(0)
+            return None
+
+    def wait_idle(self, timeout=30.0):
+        """Waits until no request is being handled (a killed client's last requests included)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if self._in_flight == 0:
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self._in_flight} request(s) still in flight after {timeout} s")
+            time.sleep(0.01)
+
     def reset_counts(self):
         with self._lock:
             self.requests.clear()
             self.refused.clear()
 
-    def _backend_get(self, target):
+    def in_progress_uploads(self, bucket):
+        """[(key, upload id)] of the multipart uploads in progress in `bucket`, as
+        ListMultipartUploads orders them (by key, then initiation)."""
+        with self._lock:
+            uploads = sorted((u for u in self._uploads.values() if u.bucket == bucket), key=lambda u: (u.key, u.seq))
+        return [(u.key, u.upload_id) for u in uploads]
+
+    def _backend(self, method, target, body=None, headers=None):
+        """(status, headers, body) of one request to s3rver."""
         conn = http.client.HTTPConnection("127.0.0.1", self._backend_port, timeout=60)
         try:
-            conn.request("GET", target)
+            conn.request(method, target, body=body, headers=headers or {})
             resp = conn.getresponse()
-            return resp.status, resp.read()
+            return resp.status, resp.getheaders(), resp.read()
         finally:
             conn.close()
+
+    def _backend_get(self, target):
+        status, _, data = self._backend("GET", target)
+        return status, data
 
     def delimited_listing(self, bucket, query):
         """(status, XML) of a ListObjectsV2 with delimiter '/', from s3rver's undelimited listing."""
@@ -130,7 +258,7 @@ class BucketServer:
         start = int(query.get("continuation-token", "0") or 0)
         page = entries[start:start + self.page_size]
         more = start + self.page_size < len(entries)
-        esc = lambda t: t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        esc = _xml_escape
         xml = ['<?xml version="1.0" encoding="UTF-8"?>',
                '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
                f"<Name>{bucket}</Name><Prefix>{esc(prefix)}</Prefix><Delimiter>/</Delimiter>",
@@ -145,6 +273,7 @@ class BucketServer:
         return 200, "".join(xml).encode()
 
     def _object_size(self, target):
+        """The size of the object at `target` (a path without query), None when s3rver has none."""
         conn = http.client.HTTPConnection("127.0.0.1", self._backend_port, timeout=60)
         try:
             conn.request("HEAD", target)
@@ -153,6 +282,124 @@ class BucketServer:
             return int(resp.getheader("Content-Length")) if resp.status == 200 else None
         finally:
             conn.close()
+
+    # ---- writes: conditional create, multipart uploads ------------------------------------
+    # Each returns (status, headers, body): s3rver's answer, or the proxy's own.
+
+    def conditional_put(self, path, target, body, headers):
+        """PutObject with `If-None-Match: *`: 412 when the object exists, else s3rver stores it.
+        The check and the write hold the write lock, so racing conditional creates (PutObject or
+        CompleteMultipartUpload) of one key see each other."""
+        with self._write_lock:
+            if self._object_size(path) is not None:
+                return _error_response(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+            return self._backend("PUT", target, body, headers)
+
+    def initiate_upload(self, bucket, key, target, body, headers):
+        """CreateMultipartUpload, passed to s3rver; the upload id it answers is tracked."""
+        status, resp_headers, data = self._backend("POST", target, body, headers)
+        if status == 200:
+            upload_id = ElementTree.fromstring(data).findtext("{*}UploadId")
+            upload = _Upload(bucket, key, upload_id, datetime.datetime.now(datetime.timezone.utc), next(self._upload_seq))
+            with self._lock:
+                self._uploads[upload_id] = upload
+        return status, resp_headers, data
+
+    def _find_upload(self, bucket, key, upload_id):
+        """The tracked upload `upload_id` of bucket/key, None when there is none (S3 answers
+        NoSuchUpload when the id belongs to another key too)."""
+        with self._lock:
+            upload = self._uploads.get(upload_id)
+        return upload if upload is not None and (upload.bucket, upload.key) == (bucket, key) else None
+
+    def upload_part(self, bucket, key, query, target, body, headers):
+        """UploadPart: NoSuchUpload for an upload not in progress, else s3rver stores the part
+        and its size and ETag are recorded for the completion's checks."""
+        upload = self._find_upload(bucket, key, query["uploadId"])
+        if upload is None:
+            return _error_response(404, "NoSuchUpload", "The specified upload does not exist.")
+        try:
+            number = int(query.get("partNumber", ""))
+        except ValueError:
+            number = 0
+        if not 1 <= number <= 10_000:
+            return _error_response(400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive")
+        status, resp_headers, data = self._backend("PUT", target, body, headers)
+        if status == 200:
+            etag = dict((k.lower(), v) for k, v in resp_headers).get("etag", "").strip('"')
+            with self._lock:
+                upload.parts[number] = (len(body or b""), etag)
+        return status, resp_headers, data
+
+    def complete_upload(self, bucket, key, upload_id, path, target, body, headers, if_none_match):
+        """CompleteMultipartUpload, checked as S3 checks it before s3rver assembles the object;
+        with `If-None-Match: *` (if_none_match) 412 when the object exists. The upload is
+        forgotten once s3rver has stored the object."""
+        with self._write_lock:  # one completion at a time; atomic with conditional creates
+            upload = self._find_upload(bucket, key, upload_id)
+            if upload is None:
+                return _error_response(404, "NoSuchUpload", "The specified upload does not exist.")
+            try:
+                listed = [(int(p.findtext("{*}PartNumber")), (p.findtext("{*}ETag") or "").strip().strip('"'))
+                          for p in ElementTree.fromstring(body or b"").findall("{*}Part")]
+            except (ElementTree.ParseError, TypeError, ValueError):
+                listed = []
+            if not listed:
+                return _error_response(400, "MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.")
+            with self._lock:
+                parts = dict(upload.parts)
+            for number, etag in listed:
+                if number not in parts or etag and etag != parts[number][1]:
+                    return _error_response(400, "InvalidPart", "One or more of the specified parts could not be found.")
+            numbers = [n for n, _ in listed]
+            if any(a >= b for a, b in zip(numbers, numbers[1:])):
+                return _error_response(400, "InvalidPartOrder", "The list of parts was not in ascending order.")
+            if any(parts[n][0] < MIN_PART_SIZE for n in numbers[:-1]):
+                return _error_response(400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.")
+            if if_none_match and self._object_size(path) is not None:
+                return _error_response(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+            status, resp_headers, data = self._backend("POST", target, body, headers)
+            if status == 200 and b"<Error>" not in data:
+                with self._lock:
+                    self._uploads.pop(upload_id, None)
+            return status, resp_headers, data
+
+    def abort_upload(self, bucket, key, upload_id):
+        """AbortMultipartUpload (s3rver has none): forgets the upload and deletes the part files
+        s3rver's filesystem store keeps in <directory>/<bucket>/._S3rver_uploads/<upload id>/."""
+        with self._lock:
+            upload = self._uploads.get(upload_id)
+            if upload is None or (upload.bucket, upload.key) != (bucket, key):
+                return _error_response(404, "NoSuchUpload", "The specified upload does not exist.")
+            del self._uploads[upload_id]
+        uploads_dir = self._store / bucket / "._S3rver_uploads"
+        part_dir = uploads_dir / upload_id
+        if part_dir.parent == uploads_dir:  # the id came from s3rver (hex), but stay inside the store
+            shutil.rmtree(part_dir, ignore_errors=True)
+        return 204, [], b""
+
+    def list_uploads(self, bucket, query):
+        """ListMultipartUploads (s3rver has none): the uploads in progress in `bucket` whose key
+        starts with the `prefix` parameter, as one page (delimiter and markers are not supported)."""
+        if self._backend("HEAD", f"/{urllib.parse.quote(bucket)}")[0] != 200:
+            return _error_response(404, "NoSuchBucket", "The specified bucket does not exist")
+        prefix = query.get("prefix", "")
+        url_encoded = query.get("encoding-type") == "url"
+        enc = (lambda t: urllib.parse.quote(t, safe="/")) if url_encoded else _xml_escape
+        with self._lock:
+            uploads = sorted((u for u in self._uploads.values() if u.bucket == bucket and u.key.startswith(prefix)),
+                             key=lambda u: (u.key, u.seq))
+        xml = ['<?xml version="1.0" encoding="UTF-8"?>', f'<ListMultipartUploadsResult xmlns="{S3_NS}">',
+               f"<Bucket>{_xml_escape(bucket)}</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>",
+               f"<Prefix>{enc(prefix)}</Prefix><MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>"]
+        if url_encoded:
+            xml.append("<EncodingType>url</EncodingType>")
+        for u in uploads:
+            initiated = u.initiated.strftime("%Y-%m-%dT%H:%M:%S.") + f"{u.initiated.microsecond // 1000:03d}Z"
+            xml.append(f"<Upload><Key>{enc(u.key)}</Key><UploadId>{u.upload_id}</UploadId>"
+                       f"<StorageClass>STANDARD</StorageClass><Initiated>{initiated}</Initiated></Upload>")
+        xml.append("</ListMultipartUploadsResult>")
+        return 200, [("Content-Type", "application/xml")], "".join(xml).encode()
 
     # ---- the checking proxy --------------------------------------------------------------
 
@@ -205,9 +452,37 @@ class BucketServer:
                 if self.command != "HEAD":
                     self.wfile.write(body)
 
-            def _forward(self):
+            def _send(self, status, headers, data):
+                """Answers (status, headers, body): s3rver's response (hop-by-hop headers
+                dropped) or the proxy's own."""
+                self.send_response(status)
+                for k, v in headers:
+                    if k.lower() not in ("connection", "transfer-encoding", "content-length", "keep-alive"):
+                        self.send_header(k, v)
+                if self.command == "HEAD":
+                    self.send_header("Content-Length", dict((k.lower(), v) for k, v in headers).get("content-length", "0"))
+                else:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def _read_body(self):
+                """The request body (None when empty), decoded when sent chunked."""
+                coding = self.headers.get("Transfer-Encoding")
+                if coding is not None:
+                    if coding.split(",")[-1].strip().lower() != "chunked":
+                        raise ValueError(f"unsupported Transfer-Encoding {coding}")
+                    return _read_chunked(self.rfile) or None
                 length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
+                return self.rfile.read(length) if length else None
+
+            def _forward(self):
+                try:
+                    body = self._read_body()
+                except ValueError as e:
+                    self.close_connection = True  # the framing is lost: no further request on it
+                    return self._send(*_error_response(400, "IncompleteBody", str(e)))
                 problem = server.check_signature(self.command, self.path, self.headers)
                 if problem:
                     return self._refuse(*problem)
@@ -217,44 +492,70 @@ class BucketServer:
                     query.append(("max-keys", str(server.page_size)))
                 with server._lock:
                     server.requests.append((self.command, parts.path, parts.query, self.headers.get("Range")))
+                claimed = self.headers.get("x-amz-content-sha256", "")
+                if re.fullmatch(r"[0-9a-f]{64}", claimed) and hashlib.sha256(body or b"").hexdigest() != claimed:
+                    return self._send(*_error_response(400, "XAmzContentSHA256Mismatch",
+                                                       "The provided 'x-amz-content-sha256' header does not match what was computed."))
+                if self.command in ("PUT", "POST", "DELETE"):
+                    fault = server.take_write_fault()
+                    if fault == "reset":
+                        self.close_connection = True
+                        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        return
+                    if fault is not None:
+                        return self._send(*_error_response(fault, "ServiceUnavailable" if fault == 503 else "InternalError",
+                                                           "injected fault"))
+                    if server.write_delay:
+                        time.sleep(server.write_delay)
                 target = parts.path + ("?" + urllib.parse.urlencode(query) if query else "")
-                if self.command == "GET" and ("list-type", "2") in query and dict(query).get("delimiter") == "/":
-                    status, data = server.delimited_listing(parts.path.strip("/"), dict(query))
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/xml")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return
-                # s3rver checks no v4 signatures (that is this proxy's job): pass it unsigned.
-                drop = {"authorization", "host", "x-amz-security-token", "connection"}
+                q = dict(query)
+                bucket, _, key = urllib.parse.unquote(parts.path).lstrip("/").partition("/")
+                method = self.command
+                if method == "GET" and q.get("list-type") == "2" and q.get("delimiter") == "/":
+                    status, data = server.delimited_listing(bucket, q)
+                    return self._send(status, [("Content-Type", "application/xml")], data)
+                if method == "GET" and not key and "uploads" in q:
+                    return self._send(*server.list_uploads(bucket, q))
+                # s3rver checks no v4 signatures (that is this proxy's job): pass it unsigned. It
+                # ignores If-None-Match on writes, which the proxy answers itself (below).
+                drop = {"authorization", "host", "x-amz-security-token", "connection", "expect", "transfer-encoding"}
+                if method in ("PUT", "POST"):
+                    drop.add("if-none-match")
                 forwarded = {k: v for k, v in self.headers.items() if k.lower() not in drop}
-                suffix = (forwarded.get("Range") or "").startswith("bytes=-")
-                if suffix:
+                if body is not None:
+                    forwarded["Content-Length"] = str(len(body))
+                if_none_match = self.headers.get("If-None-Match") if method in ("PUT", "POST") else None
+                if if_none_match is not None and if_none_match.strip() != "*":
+                    return self._send(*_error_response(501, "NotImplemented", "A header you provided implies functionality that is not implemented"))
+                if key and "uploadId" in q:
+                    if method == "PUT":
+                        return self._send(*server.upload_part(bucket, key, q, target, body, forwarded))
+                    if method == "POST":
+                        return self._send(*server.complete_upload(bucket, key, q["uploadId"], parts.path, target, body,
+                                                                  forwarded, if_none_match is not None))
+                    if method == "DELETE":
+                        return self._send(*server.abort_upload(bucket, key, q["uploadId"]))
+                if key and method == "POST" and "uploads" in q:
+                    return self._send(*server.initiate_upload(bucket, key, target, body, forwarded))
+                if key and method == "PUT" and not query and if_none_match is not None:
+                    return self._send(*server.conditional_put(parts.path, target, body, forwarded))
+                if (forwarded.get("Range") or "").startswith("bytes=-"):
                     size = server._object_size(target)
                     if size is not None:
                         n = int(forwarded["Range"][len("bytes=-"):])
                         forwarded["Range"] = f"bytes={max(0, size - n)}-{size - 1}" if size else "bytes=0-"
-                conn = http.client.HTTPConnection("127.0.0.1", server._backend_port, timeout=60)
-                try:
-                    conn.request(self.command, target, body=body, headers=forwarded)
-                    resp = conn.getresponse()
-                    data = resp.read()
-                finally:
-                    conn.close()
-                self.send_response(resp.status)
-                for k, v in resp.getheaders():
-                    if k.lower() not in ("connection", "transfer-encoding", "content-length", "keep-alive"):
-                        self.send_header(k, v)
-                if self.command == "HEAD":
-                    self.send_header("Content-Length", resp.getheader("Content-Length", "0"))
-                else:
-                    self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
+                self._send(*server._backend(method, target, body, forwarded))
 
-            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward
+            def _counted(self):
+                with server._lock:
+                    server._in_flight += 1
+                try:
+                    self._forward()
+                finally:
+                    with server._lock:
+                        server._in_flight -= 1
+
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _counted
 
         return Handler
 

@@ -1,8 +1,9 @@
 // Calendar arithmetic shared by every reader of dates (ICESat-2 times in ragged inputs, the
-// GPS/TAI leap-second table).
+// GPS/TAI leap-second table), and the current UTC time as writers stamp it.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tessera {
 
@@ -20,5 +21,9 @@ constexpr std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) n
 static_assert(days_from_civil(1970, 1, 1) == 0);
 static_assert(days_from_civil(2000, 3, 1) == 11017);
 static_assert(days_from_civil(1969, 12, 31) == -1);
+
+// The current UTC time formatted with strftime's `format` (at most 63 characters of output), e.g.
+// "%Y-%m-%dT%H:%M:%SZ".
+std::string utc_now_text(const char* format);
 
 }  // namespace tessera

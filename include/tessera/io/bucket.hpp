@@ -18,10 +18,17 @@
 // Requests are signed with SigV4 by libcurl; secrets never appear in messages. Listing uses
 // ListObjectsV2 with continuation tokens; its XML is read with expat.
 //
+// Writes (docs/remote.md, "Writing to buckets"): `put` is one PUT; `upload_file` is one PUT up to
+// the part size and a multipart upload above it, its parts sent in parallel and the upload
+// aborted on any failure, so an object appears whole or not at all; `put_if_absent` is a
+// conditional create (S3 If-None-Match, GCS x-goog-if-generation-match: 0); `erase` is a DELETE.
+// Every write is retried like a read (an idempotent request sent again).
+//
 // Thread-safety and lifetime: as for HttpStore (io/http.hpp); a BucketStore owns its settings.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,7 +67,30 @@ BucketAccess bucket_access(const BucketUri& uri, const HttpOptions& base);
 // One object of a bucket as a ByteSource (IoError "not found" when it does not exist).
 std::unique_ptr<ByteSource> open_bucket_source(const BucketUri& uri, const HttpOptions& base);
 
-// The objects below `s3://bucket/prefix` (or gs://): reads as HttpStore, plus listing.
+// How `upload_file` sends a large object.
+struct UploadOptions {
+  // Bytes per part of a multipart upload, and the size above which one is used (S3's minimum part
+  // is 5 MiB; a file needing more than 10,000 parts gets larger ones). TESSERA_UPLOAD_PART_SIZE.
+  std::uint64_t part_size = 16ull << 20;
+  // Parts (and, in publish_tree, objects) in flight at once; each holds one part in memory.
+  // TESSERA_UPLOAD_PARALLEL.
+  int parallel = 8;
+  // Called (from the uploading threads, serialized) with the bytes of each part or object sent.
+  std::function<void(std::uint64_t bytes)> progress{};
+};
+
+// The defaults above, overridden by the environment variables named there (UsageError when one
+// is not a positive integer or the part size is under 5 MiB).
+UploadOptions upload_options_from_env();
+
+// A multipart upload begun and not yet completed or aborted (what a killed writer leaves behind).
+struct PendingUpload {
+  std::string key;        // relative to the store's root
+  std::string upload_id;  // as the store gave it
+  std::string initiated;  // ISO 8601, as the store gave it
+};
+
+// The objects below `s3://bucket/prefix` (or gs://): reads as HttpStore, plus listing and writes.
 // Thread-safety and lifetime: as every Store (io/store.hpp).
 class BucketStore final : public Store {
  public:
@@ -81,6 +111,18 @@ class BucketStore final : public Store {
   std::unique_ptr<ByteSource> open_whole(const std::string& key) const override;
   bool remote() const override { return true; }
 
+  // One PUT that creates `key` only if no object has that name; false when one already does.
+  bool put_if_absent(const std::string& key, std::span<const std::byte> bytes);
+  // The local file `path` as object `key` (see above). IoError naming the object on failure,
+  // after the multipart upload, if any, was aborted.
+  void upload_file(const std::string& key, const std::string& path, const UploadOptions& options);
+  // Multipart uploads in progress below `prefix` (empty: the store's root), oldest first per key.
+  std::vector<PendingUpload> pending_uploads(const std::string& prefix) const;
+  // Aborts one; an upload already gone is not an error.
+  void abort_upload(const PendingUpload& upload);
+  // s3://bucket/prefix/key: how messages name an object of this store.
+  std::string shown_of(const std::string& key) const { return key.empty() ? name_ : name_ + "/" + key; }
+
  private:
   struct Listing {
     std::vector<std::string> keys;      // full object keys
@@ -90,6 +132,9 @@ class BucketStore final : public Store {
   // `delimited`.
   Listing list_objects(const std::string& full_prefix, bool delimited) const;
   std::string full_key(const std::string& key) const;  // root prefix + key
+  // The object's URL with `query` (already sorted and encoded as SigV4 canonicalises it).
+  std::string object_url(const std::string& key, const std::string& query) const;
+  void upload_parts(const std::string& key, const std::string& path, std::uint64_t size, const UploadOptions& options);
 
   BucketUri root_;
   BucketAccess access_;
@@ -108,8 +153,28 @@ struct ListObjectsPage {
 };
 
 // FormatError naming `shown` when `xml` is not well-formed XML, is not a ListBucketResult,
-// declares entities or a DTD, or nests deeper than 32 elements.
+// declares entities or a DTD, or nests deeper than 32 elements. The parsers below refuse the same.
 ListObjectsPage parse_list_objects_page(std::string_view xml, const std::string& shown);
+
+// The UploadId of a CreateMultipartUpload answer.
+std::string parse_initiate_multipart(std::string_view xml, const std::string& shown);
+
+// One page of a ListMultipartUploads answer (keys as the bucket gives them, not relative).
+struct ListUploadsPage {
+  std::vector<PendingUpload> uploads;
+  bool truncated = false;
+  std::string next_key_marker;
+  std::string next_upload_id_marker;
+};
+ListUploadsPage parse_list_uploads_page(std::string_view xml, const std::string& shown);
+
+// A CompleteMultipartUpload answer: the object's ETag, or the error S3 may send with status 200.
+struct CompleteAnswer {
+  std::string etag;
+  std::string error_code;  // non-empty: the upload did not complete
+  std::string error_message;
+};
+CompleteAnswer parse_complete_multipart(std::string_view xml, const std::string& shown);
 
 // An AWS shared config or credentials file: section name (as written: "default",
 // "profile name") → key → value. Comments (# ;), blank lines and indented continuation lines

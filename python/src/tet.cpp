@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "bindings.hpp"
+#include "tessera/io/publish.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet/footer.hpp"
@@ -233,7 +234,10 @@ py::dict synth(const std::string& path, const std::vector<std::string>& specs, s
   tet::SynthSummary summary;
   {
     py::gil_scoped_release release;
-    summary = tet::synth_write(path, options);
+    // A bucket output is written to a staging file and uploaded (docs/remote.md).
+    io::OutputTarget target(path, io::OutputTarget::Shape::File);
+    summary = tet::synth_write(target.local_path(), options);
+    (void)target.publish();
   }
   py::dict out;
   out["datasets"] = summary.datasets;
@@ -246,12 +250,13 @@ py::dict synth(const std::string& path, const std::vector<std::string>& specs, s
 // library re-checks sizes and order.
 class PyTetWriter {
  public:
-  PyTetWriter(const std::string& path, std::uint16_t budget_bps, std::uint32_t budget_bytes, unsigned threads) {
+  PyTetWriter(const std::string& path, std::uint16_t budget_bps, std::uint32_t budget_bytes, unsigned threads)
+      : target_(std::in_place, path, io::OutputTarget::Shape::File) {
     tet::WriterOptions options;
     options.memory_budget_percent_bps = budget_bps;
     options.memory_budget_bytes = budget_bytes;
     options.threads = threads;
-    writer_.emplace(path, std::move(options));
+    writer_.emplace(target_->local_path(), std::move(options));
   }
 
   std::uint32_t add_dataset(const std::string& name, const py::dtype& dtype, std::vector<std::uint64_t> shape,
@@ -291,18 +296,22 @@ class PyTetWriter {
     live().history().push_back({op, source, at, parents, params});
   }
 
+  // Commits the file; a bucket output is then uploaded, and appears only once complete.
   std::uint64_t commit() {
-    {
-      py::gil_scoped_release release;
-      live().commit();
-    }
+    py::gil_scoped_release release;
+    live().commit();
     const auto size = writer_->file_size();
     writer_.reset();
+    (void)target_->publish();
+    target_.reset();
     return size;
   }
 
   // Drops the writer without committing: the destination is untouched.
-  void abort() { writer_.reset(); }
+  void abort() {
+    writer_.reset();
+    target_.reset();
+  }
 
  private:
   tet::TetWriter& live() {
@@ -315,6 +324,7 @@ class PyTetWriter {
       throw UsageError("array data must be C-contiguous (use numpy.ascontiguousarray)");
     return {static_cast<const std::byte*>(info.ptr), static_cast<std::size_t>(info.size * info.itemsize)};
   }
+  std::optional<io::OutputTarget> target_;  // declared first: the writer's file lives in its staging
   std::optional<tet::TetWriter> writer_;
 };
 

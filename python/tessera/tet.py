@@ -409,7 +409,8 @@ class Writer:
         self._w.add_history(op, source, at, list(parents), {str(k): str(v) for k, v in (params or {}).items()})
 
     def commit(self) -> int:
-        """Writes the footer and index and renames the file into place; returns its size."""
+        """Writes the footer and index and renames the file into place (an `s3://` or `gs://` path:
+        uploads it, docs/remote.md); returns its size."""
         return self._w.commit()
 
     def abort(self) -> None:
@@ -437,7 +438,8 @@ def write(path: PathLike, arrays: Mapping[str, Any], *, chunks: Union[None, Sequ
     arrays = {name: np.asarray(a) for name, a in arrays.items()}
     if history is None:
         history = [{"op": "write", "source": os.path.basename(os.fspath(path)), "at": str(int(time.time()))}]
-    with Writer(path, threads=threads, metadata=metadata, history=history) as w:
+    w = Writer(path, threads=threads, metadata=metadata, history=history)
+    try:
         ids = []
         for name, a in arrays.items():
             if isinstance(chunks, Mapping):
@@ -450,7 +452,10 @@ def write(path: PathLike, arrays: Mapping[str, Any], *, chunks: Union[None, Sequ
             ids.append(w.add_dataset(name, a.dtype, a.shape, c, codec=codec, level=level))
         for i, a in zip(ids, arrays.values()):
             w.write_dataset(i, a)
-    return os.path.getsize(os.fspath(path))
+    except BaseException:
+        w.abort()
+        raise
+    return w.commit()
 
 
 # ---- Dask ----------------------------------------------------------------------------------

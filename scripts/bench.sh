@@ -63,6 +63,15 @@
 #       of 3 columns of an N-cell dataset. Inputs are generated once into build/bench-data/remote/;
 #       --smoke runs every figure once on tiny inputs. Needs the Python build, anndata and curl.
 #
+#   scripts/bench.sh remote-write [--repeat R] [--tet-mib M] [--cells N] [--parallel P] [--smoke]
+#       Remote writes through an emulated network (bench/bench_remote_write.py): the S3 emulator of
+#       the tests with 50 ms per request and 150 MB/s per connection for request bodies. The upload
+#       of `tet synth s3://…` (an M MiB raw .tet, default 256) against boto3's upload_file of the
+#       same file with the same part size and P parts in flight (default 8); the upload of `cells
+#       convert --output s3://…` (N cells, default 100,000) against boto3 put_object of the same
+#       files on P threads; boto3 without emulation as the emulator's ceiling. Inputs are kept in
+#       build/bench-data/remote-write/. Needs anndata and boto3.
+#
 #   scripts/bench.sh cells-peers [--repeat R] [--cells N] [--genes G] [--batches B] [--smoke] [--only ...]
 #       tessera.cells against anndata and h5py on the same data, side by side (bench/bench_cells_peers.py):
 #       random 5,000-cell batches from `get_batch` against `read_h5ad(..., backed="r")` with sorted
@@ -154,6 +163,12 @@ case "$command" in
     mkdir -p "$data_dir"
     PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 "$root/bench/bench_remote.py" \
       --data-dir "$data_dir/remote" --cli "$build_dir/tessera" "$@"
+    ;;
+  remote-write)
+    build tessera
+    mkdir -p "$data_dir"
+    exec /usr/bin/python3 "$root/bench/bench_remote_write.py" --data-dir "$data_dir/remote-write" \
+      --cli "$build_dir/tessera" "$@"
     ;;
   ragged-granules)
     build tessera

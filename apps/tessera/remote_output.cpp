@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -96,8 +97,16 @@ io::PublishReport publish_output(io::OutputTarget& target, const io::CommitPlan&
       write_stream(stderr, fmt::format("\r\033[Kuploading: {:.1f} MB sent", static_cast<double>(sent) / 1e6));
     };
   try {
+    const auto start = std::chrono::steady_clock::now();
     const io::PublishReport report = target.publish(plan);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (tty) write_stream(stderr, "\r\033[K");
+    write_stream(
+        stderr,
+        fmt::format(
+            "uploaded {}: {} object(s), {} bytes in {:.3f} s ({:.1f} MB/s){}\n", target.uri(), report.objects,
+            report.bytes, seconds, seconds > 0 ? static_cast<double>(report.bytes) / seconds / 1e6 : 0.0,
+            report.replaced ? fmt::format(", replacing the old version ({} object(s) removed)", report.removed) : ""));
     return report;
   } catch (...) {
     if (tty) write_stream(stderr, "\r\033[K");

@@ -25,7 +25,8 @@ std::optional<std::string> stage_existing_hive_manifest(const io::OutputTarget& 
 void drop_unchanged(const io::OutputTarget& target, const std::string& key, const std::optional<std::string>& fetched);
 
 // Uploads `target`'s staged output with `plan` (a no-op for local outputs), drawing progress on
-// stderr when it is a terminal.
+// stderr when it is a terminal, then one line on stderr: `uploaded URI: N object(s), B bytes in
+// S s (R MB/s)`.
 io::PublishReport publish_output(io::OutputTarget& target, const io::CommitPlan& plan = {});
 
 }  // namespace tessera::cli

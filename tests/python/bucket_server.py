@@ -29,6 +29,8 @@ libcurl's) and refuses what a real bucket would refuse:
   XAmzContentSHA256Mismatch), as S3 refuses it;
 - `fail_writes(status, times, after)` answers writes with 503/500 or resets their connection, and
   `write_delay` slows each write down, for the tests of retries and of writers killed mid-upload;
+  `latency` delays every request and `upload_bandwidth` paces request bodies per connection (the
+  emulated network of bench/bench_remote_write.py);
 - request bodies sent with `Transfer-Encoding: chunked` are decoded and passed on with a
   Content-Length.
 
@@ -142,6 +144,8 @@ class BucketServer:
         self._upload_seq = itertools.count()
         self._write_faults = []              # [status or "reset", times, after] planned by fail_writes
         self.write_delay = 0.0               # seconds each write waits before it is performed
+        self.latency = 0.0                   # seconds every request waits (an emulated round trip)
+        self.upload_bandwidth = 0.0          # bytes/s a request body is taken at (0: no limit)
         self._in_flight = 0                  # requests being handled
         self._store = scratch / "s3rver"     # s3rver's --directory (its filesystem store)
         self._backend_port = free_port()
@@ -478,7 +482,22 @@ class BucketServer:
                         raise ValueError(f"unsupported Transfer-Encoding {coding}")
                     return _read_chunked(self.rfile) or None
                 length = int(self.headers.get("Content-Length") or 0)
-                return self.rfile.read(length) if length else None
+                if not length:
+                    return None
+                if not server.upload_bandwidth:
+                    return self.rfile.read(length)
+                # An emulated link: the body is taken at most `upload_bandwidth` bytes/s.
+                parts, start = [], time.monotonic()
+                while length:
+                    part = self.rfile.read(min(length, 256 << 10))
+                    if not part:
+                        break
+                    parts.append(part)
+                    length -= len(part)
+                    ahead = sum(map(len, parts)) / server.upload_bandwidth - (time.monotonic() - start)
+                    if ahead > 0:
+                        time.sleep(ahead)
+                return b"".join(parts)
 
             def _forward(self):
                 try:
@@ -510,6 +529,8 @@ class BucketServer:
                                                            "injected fault"))
                     if server.write_delay:
                         time.sleep(server.write_delay)
+                if server.latency:
+                    time.sleep(server.latency)
                 target = parts.path + ("?" + urllib.parse.urlencode(query) if query else "")
                 q = dict(query)
                 bucket, _, key = urllib.parse.unquote(parts.path).lstrip("/").partition("/")

@@ -15,6 +15,7 @@
 #include "tessera/cells/dataset.hpp"
 #include "tessera/cells/report.hpp"
 #include "tessera/codec/json.hpp"
+#include "tessera/io/publish.hpp"
 #include "tessera/io/uri.hpp"
 
 namespace tessera::cli {
@@ -90,6 +91,10 @@ void register_cells_verify(CLI::App& cells, int& rc) {
       if (!a->json) write_stream(stderr, text + "\n");
       rc = 1;
     };
+    if (const auto note = io::interrupted_write_note(a->path)) {
+      o.warnings.push_back(*note);
+      if (!a->json) write_stream(stderr, "warning: " + *note + "\n");
+    }
     try {
       if (is_cells_tile_file(a->path)) {
         o.kind = "tile";

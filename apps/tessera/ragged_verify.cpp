@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "tessera/io/publish.hpp"
 #include "ragged_common.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/content_hash.hpp"
@@ -149,6 +150,8 @@ void register_ragged_verify(CLI::App& ragged, int& rc) {
   ragged_cli::add_store_arguments(*cmd, a->store, a->shard);
   cmd->add_flag("--text", a->text, "one line per failure and a summary line instead of JSON");
   cmd->callback([a, &rc] {
+    // A bucket hive with a write lock: its leaves may be mid-write or left by a killed writer.
+    if (const auto note = io::interrupted_write_note(a->store)) write_stream(stderr, "warning: " + *note + "\n");
     const ragged_cli::Target t = ragged_cli::open_target(a->store, a->shard);
     if (t.hive_root) {
       rc = print_hive(a->store, verify_hive(t), a->text);

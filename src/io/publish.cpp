@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -96,11 +97,40 @@ std::string lock_holder(const BucketStore& store) {
   }
 }
 
+std::string cleanup_advice(const BucketStore& store) {
+  return "if no writer is running, 'tessera remote cleanup " + store.name() + "' finishes or removes what it left";
+}
+
 [[noreturn]] void refuse_locked(const BucketStore& store) {
   throw UsageError(store.name() + ": another write is in progress, or one was interrupted (" + lock_holder(store) +
-                       "); if no writer is running, 'tessera remote cleanup " + store.name() +
-                       "' finishes or removes what it left",
+                       "); " + cleanup_advice(store),
                    store.name());
+}
+
+// Calls `fn(i)` for i in [0, n) on up to `parallel` threads (the caller's one of them); after
+// the first exception no new call starts, and it is rethrown once every thread has stopped.
+template <typename Fn>
+void for_each_parallel(std::size_t n, int parallel, Fn fn) {
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr first_error;
+  std::mutex mutex;
+  const auto work = [&] {
+    try {
+      for (std::size_t i = next++; i < n && !failed; i = next++) fn(i);
+    } catch (...) {
+      const std::scoped_lock lock(mutex);
+      if (!first_error) first_error = std::current_exception();
+      failed = true;
+    }
+  };
+  {
+    const auto n_threads = std::clamp<std::size_t>(n, 1, static_cast<std::size_t>(std::max(1, parallel)));
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+    work();
+  }
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 // Uploads `keys` (files below `staged`) in parallel: files up to the part size on a pool of
@@ -121,31 +151,13 @@ void upload_all(const fs::path& staged, BucketStore& store, const std::vector<st
       const std::scoped_lock lock(mutex);
       options.progress(n);
     };
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr first_error;
-  const auto work = [&] {
-    try {
-      for (std::size_t i = next++; i < small.size() && !failed; i = next++) {
-        {
-          const std::scoped_lock lock(mutex);
-          written.push_back(small[i]);
-        }
-        store.upload_file(small[i], (staged / small[i]).string(), each);
-      }
-    } catch (...) {
+  for_each_parallel(small.size(), options.parallel, [&](std::size_t i) {
+    {
       const std::scoped_lock lock(mutex);
-      if (!first_error) first_error = std::current_exception();
-      failed = true;
+      written.push_back(small[i]);
     }
-  };
-  {
-    const auto n_threads = std::clamp<std::size_t>(small.size(), 1, static_cast<std::size_t>(options.parallel));
-    std::vector<std::jthread> threads;
-    for (std::size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
-    work();
-  }
-  if (first_error) std::rethrow_exception(first_error);
+    store.upload_file(small[i], (staged / small[i]).string(), each);
+  });
   for (const std::string& key : large) {
     written.push_back(key);
     store.upload_file(key, (staged / key).string(), each);
@@ -249,31 +261,45 @@ PublishReport publish_tree(const fs::path& staged, BucketStore& store, const Com
   std::vector<std::string> written;
   bool committed_now = false;
   try {
-    const auto existing = std::find_if(plan.commit_keys.begin(), plan.commit_keys.end(),
-                                       [&](const std::string& k) { return store.exists(k); });
-    const bool committed = existing != plan.commit_keys.end();
+    // Every request below is a round trip: independent ones go in parallel.
+    const std::vector<std::string>& commits = plan.commit_keys;
+    std::vector<char> present(commits.size());
+    for_each_parallel(commits.size(), options.parallel, [&](std::size_t i) { present[i] = store.exists(commits[i]); });
+    const auto existing = std::find(present.begin(), present.end(), 1);
+    const bool committed = existing != present.end();
     if (committed && !plan.overwrite)
-      throw UsageError(store.name() + " already exists (it has " + *existing + "); pass --overwrite to replace it",
+      throw UsageError(store.name() + " already exists (it has " + commits[existing - present.begin()] +
+                           "); pass --overwrite to replace it",
                        store.name());
+    std::vector<std::string> stale;
     if (committed) {
       // Retract the old version first: from here no reader can open it, so none sees a mix.
-      for (const std::string& c : plan.commit_keys) store.erase(c);
+      for_each_parallel(commits.size(), options.parallel, [&](std::size_t i) { store.erase(commits[i]); });
       report.replaced = true;
+      std::vector<std::vector<std::string>> listed(plan.scopes.size());
+      for_each_parallel(plan.scopes.size(), options.parallel,
+                        [&](std::size_t i) { listed[i] = store.list(plan.scopes[i]); });
+      for (std::size_t i = 0; i < listed.size(); ++i)
+        for (std::string& k : listed[i])
+          if (!key_set.contains(k) && k != lock_key && under(k, plan.scopes[i])) stale.push_back(std::move(k));
     }
-    const std::set<std::string> commit_set(plan.commit_keys.begin(), plan.commit_keys.end());
+    // The old version's extra objects are removed while the new ones go up (the two sets are
+    // disjoint), and before the commit.
+    auto removal = std::async(std::launch::async, [&] {
+      for_each_parallel(stale.size(), std::max(1, options.parallel / 2), [&](std::size_t i) { store.erase(stale[i]); });
+    });
+    const std::set<std::string> commit_set(commits.begin(), commits.end());
     std::map<int, std::vector<std::string>> by_rank;
     for (const std::string& k : writes)
       if (!commit_set.contains(k)) by_rank[plan.rank ? plan.rank(k) : 0].push_back(k);
-    for (const auto& [rank, rank_keys] : by_rank) upload_all(staged, store, rank_keys, options, report, written);
-    if (committed) {
-      for (const std::string& scope : plan.scopes) {
-        for (const std::string& k : store.list(scope)) {
-          if (key_set.contains(k) || k == lock_key || !under(k, scope)) continue;
-          store.erase(k);
-          ++report.removed;
-        }
-      }
+    try {
+      for (const auto& [rank, rank_keys] : by_rank) upload_all(staged, store, rank_keys, options, report, written);
+    } catch (...) {
+      removal.wait();
+      throw;
     }
+    removal.get();
+    report.removed = stale.size();
     // The commit objects, in the plan's order: the output is visible once the last one exists.
     for (const std::string& c : plan.commit_keys) {
       written.push_back(c);
@@ -336,6 +362,14 @@ CleanupReport cleanup_output(BucketStore& store, bool dry_run) {
   for (const std::string& k : report.removed) store.erase(k);
   if (report.locked) store.erase(lock_key);
   return report;
+}
+
+std::optional<std::string> interrupted_write_note(const std::string& uri) {
+  if (uri_kind(uri) != UriKind::Bucket) return std::nullopt;
+  const BucketStore store(parse_bucket_uri(uri), http_options_from_env());
+  if (!store.exists(std::string(kWriteLockKey))) return std::nullopt;
+  return store.name() + ": a write is running or was interrupted (" + lock_holder(store) + "); " +
+         cleanup_advice(store);
 }
 
 // ---- OutputTarget ---------------------------------------------------------------------------

@@ -248,6 +248,10 @@ def test_a_writer_killed_mid_upload_leaves_nothing_visible_and_cleanup_lets_a_re
     assert refused.returncode == 1
     assert "another write is in progress, or one was interrupted" in refused.stderr
     assert f"tessera remote cleanup {url}" in refused.stderr
+    verify = json.loads(run(["cells", "verify", url, "--json"], env, check=False).stdout)
+    assert not verify["ok"] and verify["failure"]["kind"] == "format"
+    assert any("a write is running or was interrupted" in w and "tessera remote cleanup" in w
+               for w in verify["warnings"])
     dry = json.loads(run(["remote", "cleanup", url, "--dry-run", "--json"], env).stdout)
     assert dry["locked"] and not dry["committed"]
     assert set(dry["removed"]) == set(left) - {".tessera-write"}
@@ -257,6 +261,29 @@ def test_a_writer_killed_mid_upload_leaves_nothing_visible_and_cleanup_lets_a_re
     run(args, env)
     local = tmp_path / "local"
     run(["cells", "convert", "--h5ad-glob", inputs["h5ad"], "--output", local, "--quiet", "--tile-size", "50"], env)
+    assert objects(s3, prefix) == local_objects(local)
+
+
+def test_an_overwrite_killed_midway_leaves_no_mix_and_a_rerun_replaces_the_dataset(s3, env, inputs, tmp_path):
+    prefix = "killed/overwrite"
+    url = f"s3://{BUCKET}/{prefix}"
+    base = ["cells", "convert", "--h5ad-glob", inputs["h5ad"], "--output", url, "--quiet"]
+    run([*base, "--tile-size", "50"], env)
+    old = objects(s3, prefix)
+    s3.reset_counts()
+    s3.write_delay = 0.03
+    kill_after_puts(s3, start_killable([*base, "--tile-size", "40", "--overwrite"], env), 5)
+    s3.write_delay = 0.0
+    left = objects(s3, prefix)
+    assert "manifest.json" not in left  # the old version was retracted before any tile was replaced
+    assert any(left.get(k) != v for k, v in old.items() if k in left and k != "manifest.json")  # tiles were replaced
+    info = run(["cells", "info", url], env, check=False)
+    assert info.returncode == 1 and "manifest.json" in info.stderr  # no reader opens old and new tiles together
+    run(["remote", "cleanup", url], env)
+    assert objects(s3, prefix) == {}
+    run([*base, "--tile-size", "40", "--overwrite"], env)
+    local = tmp_path / "local"
+    run(["cells", "convert", "--h5ad-glob", inputs["h5ad"], "--output", local, "--quiet", "--tile-size", "40"], env)
     assert objects(s3, prefix) == local_objects(local)
 
 

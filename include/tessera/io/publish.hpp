@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -109,6 +110,12 @@ class OutputTarget {
 // Publishes the directory `staged` into `store` following `plan` (steps 1-5 above).
 PublishReport publish_tree(const std::filesystem::path& staged, BucketStore& store, const CommitPlan& plan,
                            const UploadOptions& options);
+
+// For a bucket output `uri` with a write lock: "URI: a write is running or was interrupted (host
+// H, process P, started T); if no writer is running, 'tessera remote cleanup URI' removes what it
+// left". nullopt when there is no lock, and for local paths and plain HTTP(S). Verify commands
+// print it, so a user who finds no dataset learns why.
+std::optional<std::string> interrupted_write_note(const std::string& uri);
 
 // What an interrupted remote write left below `store`'s root, and what cleanup does about it.
 struct CleanupReport {

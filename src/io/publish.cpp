@@ -263,8 +263,28 @@ PublishReport publish_tree(const fs::path& staged, BucketStore& store, const Com
   try {
     // Every request below is a round trip: independent ones go in parallel.
     const std::vector<std::string>& commits = plan.commit_keys;
+    // An overwrite lists the scopes it replaces anyway; when they hold every commit object, that
+    // listing also says whether the output is committed (one round trip instead of two).
+    std::vector<std::vector<std::string>> listed;
+    const bool list_first =
+        plan.overwrite && std::all_of(commits.begin(), commits.end(), [&](const std::string& c) {
+          return std::any_of(plan.scopes.begin(), plan.scopes.end(), [&](const std::string& s) { return under(c, s); });
+        });
+    const auto list_scopes = [&] {
+      listed.assign(plan.scopes.size(), {});
+      for_each_parallel(plan.scopes.size(), options.parallel,
+                        [&](std::size_t i) { listed[i] = store.list(plan.scopes[i]); });
+    };
     std::vector<char> present(commits.size());
-    for_each_parallel(commits.size(), options.parallel, [&](std::size_t i) { present[i] = store.exists(commits[i]); });
+    if (list_first) {
+      list_scopes();
+      std::set<std::string> listed_keys;
+      for (const auto& keys_of_scope : listed) listed_keys.insert(keys_of_scope.begin(), keys_of_scope.end());
+      for (std::size_t i = 0; i < commits.size(); ++i) present[i] = listed_keys.contains(commits[i]);
+    } else {
+      for_each_parallel(commits.size(), options.parallel,
+                        [&](std::size_t i) { present[i] = store.exists(commits[i]); });
+    }
     const auto existing = std::find(present.begin(), present.end(), 1);
     const bool committed = existing != present.end();
     if (committed && !plan.overwrite)
@@ -276,9 +296,7 @@ PublishReport publish_tree(const fs::path& staged, BucketStore& store, const Com
       // Retract the old version first: from here no reader can open it, so none sees a mix.
       for_each_parallel(commits.size(), options.parallel, [&](std::size_t i) { store.erase(commits[i]); });
       report.replaced = true;
-      std::vector<std::vector<std::string>> listed(plan.scopes.size());
-      for_each_parallel(plan.scopes.size(), options.parallel,
-                        [&](std::size_t i) { listed[i] = store.list(plan.scopes[i]); });
+      if (!list_first) list_scopes();
       for (std::size_t i = 0; i < listed.size(); ++i)
         for (std::string& k : listed[i])
           if (!key_set.contains(k) && k != lock_key && under(k, plan.scopes[i])) stale.push_back(std::move(k));

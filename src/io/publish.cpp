@@ -338,6 +338,10 @@ PublishReport publish_tree(const fs::path& staged, BucketStore& store, const Com
     try {
       if (!committed_now)
         for (const std::string& k : written) store.erase(k);
+      if (!committed_now && report.replaced)  // the retracted old version's remaining objects too
+        for (const std::string& scope : plan.scopes)
+          for (const std::string& k : store.list(scope))
+            if (k != lock_key && under(k, scope)) store.erase(k);
       store.erase(lock_key);
     } catch (const Error&) {
     }
@@ -368,10 +372,12 @@ CleanupReport cleanup_output(BucketStore& store, bool dry_run) {
     for (const std::string& k : present) {
       if (k == lock_key) continue;
       // Committed: the old version's leftovers within the replaced scopes go. Not committed: the
-      // objects the write put go (an interrupted overwrite had already retracted the old version).
+      // objects the write put go, and for an overwrite everything in the scopes it replaces (it
+      // had retracted the old version, whose remaining objects no manifest names any more).
       const bool in_scope = std::any_of(journal->scopes.begin(), journal->scopes.end(),
                                         [&](const std::string& s) { return under(k, s); });
-      if (report.committed ? (in_scope && !writes.contains(k)) : writes.contains(k)) report.removed.push_back(k);
+      if (report.committed ? (in_scope && !writes.contains(k)) : (writes.contains(k) || in_scope))
+        report.removed.push_back(k);
     }
   }
   report.aborted = store.pending_uploads("");

@@ -150,7 +150,8 @@ ragged::build::BuildOptions options_of(BuildArgs& a) {
   return o;
 }
 
-void print_report(const ragged::build::BuildReport& r, const std::string& out) {
+void print_report(const ragged::build::BuildReport& r, const std::string& out,
+                  const std::optional<io::PublishReport>& upload) {
   ragged_cli::print_json([&](codec::json::JsonWriter& w) {
     w.begin_object();
     w.key("store").value(out);
@@ -183,6 +184,14 @@ void print_report(const ragged::build::BuildReport& r, const std::string& out) {
     for (const auto& warning : r.warnings) w.value(warning);
     w.end_array();
     w.key("elapsed_seconds").value(r.elapsed_seconds);
+    if (upload) {
+      w.key("upload").begin_object();
+      w.key("objects").value(upload->objects);
+      w.key("bytes").value(upload->bytes);
+      w.key("removed").value(upload->removed);
+      w.key("seconds").value(upload->seconds);
+      w.end_object();
+    }
     w.end_object();
   });
 }
@@ -266,8 +275,9 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
     }
     if (tty) write_stream(stderr, "\r\033[K");
     drop_unchanged(target, "morton_hive.json", hive_manifest);
-    publish_output(target, zarr_commit_plan(target.local_path(), overwrite));
-    print_report(report, a->out);
+    std::optional<io::PublishReport> upload;
+    if (target.remote()) upload = publish_output(target, zarr_commit_plan(target.local_path(), overwrite));
+    print_report(report, a->out, upload);
     rc = 0;
   });
 }

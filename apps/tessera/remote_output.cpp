@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -97,9 +96,8 @@ io::PublishReport publish_output(io::OutputTarget& target, const io::CommitPlan&
       write_stream(stderr, fmt::format("\r\033[Kuploading: {:.1f} MB sent", static_cast<double>(sent) / 1e6));
     };
   try {
-    const auto start = std::chrono::steady_clock::now();
     const io::PublishReport report = target.publish(plan);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = report.seconds;
     if (tty) write_stream(stderr, "\r\033[K");
     write_stream(
         stderr,

@@ -100,7 +100,7 @@ void register_tet_convert(CLI::App& tet, int& rc) {
     try {
       io::OutputTarget target(args->output, io::OutputTarget::Shape::File);
       report = interop::convert_to_tet(args->input, target.local_path(), options);
-      publish_output(target);
+      if (target.remote()) report.upload = publish_output(target);
       report.output = args->output;  // the report names the output as given, not its staging file
     } catch (...) {
       if (tty) write_stream(stderr, "\r\033[K");

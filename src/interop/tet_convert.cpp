@@ -349,6 +349,13 @@ std::string report_json(const ConvertReport& report) {
   w.end_object();
   w.end_array();
   w.key("elapsed_secs").value(report.elapsed_secs);
+  if (report.upload) {
+    w.key("upload").begin_object();
+    w.key("objects").value(report.upload->objects);
+    w.key("bytes").value(report.upload->bytes);
+    w.key("seconds").value(report.upload->seconds);
+    w.end_object();
+  }
   w.end_object();
   return out;
 }

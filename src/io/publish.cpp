@@ -450,11 +450,16 @@ bool OutputTarget::fetch_existing(const std::string& key) const {
 
 PublishReport OutputTarget::publish(const CommitPlan& plan) const {
   if (!remote()) return {};
-  if (shape_ == Shape::Directory) return publish_tree(local_path_, *store_, plan, upload_);
+  const auto start = std::chrono::steady_clock::now();
   PublishReport report;
-  store_->upload_file(key_, local_path_, upload_);
-  report.objects = 1;
-  report.bytes = fs::file_size(local_path_);
+  if (shape_ == Shape::Directory) {
+    report = publish_tree(local_path_, *store_, plan, upload_);
+  } else {
+    store_->upload_file(key_, local_path_, upload_);
+    report.objects = 1;
+    report.bytes = fs::file_size(local_path_);
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
 

@@ -140,11 +140,18 @@ def command(name, inputs, out):
 def test_each_writer_puts_exactly_the_objects_of_its_local_run(s3, env, inputs, tmp_path, name):
     single, verify = WRITERS[name][1], WRITERS[name][2]
     local = tmp_path / ("out.tet" if single else "local")  # a .tet records its own file name
-    run(command(name, inputs, str(local)), env)
+    local_run = run(command(name, inputs, str(local)), env)
     prefix = "writers/" + name.replace(" ", "-")
     url = f"s3://{BUCKET}/{prefix}" + ("/out.tet" if single else "")
-    run(command(name, inputs, url), env)
+    remote_run = run(command(name, inputs, url), env)
     remote = objects(s3, prefix)
+    # Every writer reports its upload on stderr; the JSON reports also carry it (only when remote).
+    assert re.search(rf"uploaded {re.escape(url)}: {len(remote)} object\(s\), "
+                     rf"{sum(map(len, remote.values()))} bytes in", remote_run.stderr), remote_run.stderr
+    if name in ("tet convert", "ragged build"):
+        upload = json.loads(remote_run.stdout)["upload"]
+        assert (upload["objects"], upload["bytes"]) == (len(remote), sum(map(len, remote.values())))
+        assert "upload" not in json.loads(local_run.stdout)
     if single:
         assert remote == {"out.tet": local.read_bytes()}
     else:
@@ -154,8 +161,7 @@ def test_each_writer_puts_exactly_the_objects_of_its_local_run(s3, env, inputs, 
     if verify:
         run([*verify, url], env)
     if name == "tet convert":  # the report names the bucket object, not the staging file
-        report = json.loads(run(command(name, inputs, url), env).stdout)
-        assert report["output"] == url
+        assert json.loads(remote_run.stdout)["output"] == url
     assert not list(pathlib.Path(env["TESSERA_STAGING_DIR"]).iterdir()), "the staging directory is removed"
 
 

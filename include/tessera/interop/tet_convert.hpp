@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tessera/interop/detect.hpp"
 #include "tessera/interop/source.hpp"
+#include "tessera/io/publish.hpp"
 #include "tessera/tet/footer.hpp"
 #include "tessera/tet/format.hpp"
 
@@ -67,6 +69,7 @@ struct ConvertReport {
   std::vector<ConvertedDataset> datasets;
   tet::HistoryRow history;
   double elapsed_secs = 0.0;
+  std::optional<io::PublishReport> upload;  // set by the CLI for a bucket output
 };
 
 // One dataset as it will be written: the `.tet` element type and chunk shape chosen for a source
@@ -85,7 +88,8 @@ ConvertReport convert_to_tet(const ArraySource& source, InputFormat format, cons
                              const ConvertOptions& options = {});
 
 // The report as the CLI prints it: pretty JSON {input, output, dataset_count, dataset_names,
-// datasets: [{name, ndim, dims}], history: [{op, source, at}], elapsed_secs}.
+// datasets: [{name, ndim, dims}], history: [{op, source, at}], elapsed_secs}, and for a bucket
+// output `upload: {objects, bytes, seconds}` (the publication, docs/remote.md).
 std::string report_json(const ConvertReport& report);
 
 }  // namespace tessera::interop

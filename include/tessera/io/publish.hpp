@@ -59,6 +59,7 @@ struct PublishReport {
   std::uint64_t bytes = 0;    // bytes written
   std::uint64_t removed = 0;  // objects of the old version removed
   bool replaced = false;      // an earlier committed version was replaced
+  double seconds = 0;         // wall time of the publication (OutputTarget::publish)
 };
 
 // A writer's output as the user named it.

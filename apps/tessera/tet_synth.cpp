@@ -28,17 +28,6 @@ struct SynthArgs {
 
 std::string plural(std::uint64_t n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
-// SOURCE_DATE_EPOCH (reproducible-builds convention) fixes the history row's time, so the same
-// arguments give the same bytes.
-std::string history_time_from_environment() {
-  const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
-  if (epoch == nullptr || *epoch == '\0') return {};
-  std::string text(epoch);
-  if (text.find_first_not_of("0123456789") != std::string::npos)
-    throw UsageError("SOURCE_DATE_EPOCH must be Unix seconds, got \"" + text + "\"");
-  return text;
-}
-
 }  // namespace
 
 void register_tet_synth(CLI::App& tet, int& rc) {
@@ -78,7 +67,6 @@ void register_tet_synth(CLI::App& tet, int& rc) {
     options.seed = args->seed;
     options.memory_budget_percent_bps = args->budget_bps;
     options.memory_budget_bytes = args->budget_bytes;
-    options.at = history_time_from_environment();
     io::OutputTarget target(args->out, io::OutputTarget::Shape::File);
     const tet::SynthSummary summary = tet::synth_write(target.local_path(), std::move(options));
     publish_output(target);

@@ -1,14 +1,26 @@
-// The current UTC time as text (include/tessera/core/civil_date.hpp).
+// Output timestamps and UTC text (include/tessera/core/civil_date.hpp).
 #include "tessera/core/civil_date.hpp"
 
+#include <cstdlib>
 #include <ctime>
+
+#include "tessera/core/error.hpp"
 
 namespace tessera {
 
-std::string utc_now_text(const char* format) {
-  const std::time_t now = std::time(nullptr);
+std::int64_t output_time() {
+  const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
+  if (epoch == nullptr || *epoch == '\0') return static_cast<std::int64_t>(std::time(nullptr));
+  const std::string text(epoch);
+  if (text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError("SOURCE_DATE_EPOCH must be Unix seconds, got \"" + text + "\"");
+  return std::stoll(text);
+}
+
+std::string utc_text(std::int64_t unix_seconds, const char* format) {
+  const auto t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
-  gmtime_r(&now, &tm);
+  gmtime_r(&t, &tm);
   char text[64];
   const std::size_t n = std::strftime(text, sizeof text, format, &tm);
   return std::string(text, n);

@@ -23,6 +23,7 @@
 
 #include "convert_values.hpp"
 #include "tessera/codec/json.hpp"
+#include "tessera/core/civil_date.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/tet/writer.hpp"
@@ -41,11 +42,6 @@ constexpr std::uint64_t kMaxDefaultUnitBytes = std::uint64_t{64} << 20;
 // A tile that is not a source chunk is read in pieces of at most this many bytes, and of at most
 // a job's share of a unit, so every job has a piece of it to read.
 constexpr std::uint64_t kPieceBytes = std::uint64_t{8} << 20;
-
-std::string unix_seconds_now() {
-  const auto now = std::chrono::system_clock::now().time_since_epoch();
-  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now).count());
-}
 
 // Workers beyond the cores TBB may use would only be refused (with a warning on stderr), so the
 // arena is capped there; `jobs` 0 means all of them.
@@ -288,7 +284,7 @@ ConvertReport convert_to_tet(const ArraySource& source, InputFormat format, cons
   plans.reserve(selected.size());
   for (const std::size_t i : selected) plans.push_back(plan_with_options(arrays[i], options));
 
-  const std::string at = options.at.empty() ? unix_seconds_now() : options.at;
+  const std::string at = options.at.empty() ? std::to_string(output_time()) : options.at;
   tet::WriterOptions writer_options;
   writer_options.history = source.history();
   writer_options.history.push_back({"convert", std::string(history_source(format)), at, {}, {}});

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <fstream>
 #include <future>
@@ -248,7 +249,7 @@ PublishReport publish_tree(const fs::path& staged, BucketStore& store, const Com
 
   WriteJournal journal{host_name(),
                        static_cast<std::uint64_t>(::getpid()),
-                       utc_now_text("%Y-%m-%dT%H:%M:%SZ"),
+                       utc_text(std::time(nullptr), "%Y-%m-%dT%H:%M:%SZ"),
                        plan.commit_keys,
                        plan.overwrite ? plan.scopes : std::vector<std::string>{},
                        writes,

@@ -32,7 +32,7 @@ std::string text_of(const std::vector<std::byte>& bytes) {
 
 }  // namespace
 
-std::string utc_now_iso() { return utc_now_text("%Y-%m-%dT%H:%M:%S+00:00"); }
+std::string utc_now_iso() { return utc_text(output_time(), "%Y-%m-%dT%H:%M:%S+00:00"); }
 
 Json manifest_document(const ManifestSpec& s, const std::string& generated_at) {
   Json m = Json::object();

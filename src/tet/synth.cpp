@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "tessera/core/civil_date.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
@@ -58,11 +59,6 @@ std::uint64_t int_modulus(DType dtype) {
     case DType::F64: break;
   }
   throw UsageError(std::string("no integer synth formula for ") + std::string(dtype_info(dtype).name));
-}
-
-std::string unix_seconds_now() {
-  const auto now = std::chrono::system_clock::now().time_since_epoch();
-  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now).count());
 }
 
 }  // namespace
@@ -209,7 +205,7 @@ SynthSummary synth_write(io::ByteSink& sink, const SynthOptions& options) {
   HistoryRow row;
   row.op = "write";
   row.source = options.source.empty() ? std::string("synth") : options.source;
-  row.at = options.at.empty() ? unix_seconds_now() : options.at;
+  row.at = options.at.empty() ? std::to_string(output_time()) : options.at;
   w.history.push_back(std::move(row));
   FileMetadata file;
   file.tool = "tessera tet synth";

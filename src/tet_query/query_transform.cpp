@@ -159,7 +159,7 @@ std::string join_x(const std::vector<std::uint64_t>& v) {
   return out;
 }
 
-std::string utc_stamp() { return utc_now_text("%Y%m%dT%H%M%SZ"); }
+std::string utc_stamp() { return utc_text(std::time(nullptr), "%Y%m%dT%H%M%SZ"); }
 
 // Writes the sidecar (§4.6) from the transformed selection and moves it into place.
 void write_sidecar(const Plan& plan, const QueryOperation& op, const std::byte* data, const std::string& destination,

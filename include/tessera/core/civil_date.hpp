@@ -22,8 +22,13 @@ static_assert(days_from_civil(1970, 1, 1) == 0);
 static_assert(days_from_civil(2000, 3, 1) == 11017);
 static_assert(days_from_civil(1969, 12, 31) == -1);
 
-// The current UTC time formatted with strftime's `format` (at most 63 characters of output), e.g.
-// "%Y-%m-%dT%H:%M:%SZ".
-std::string utc_now_text(const char* format);
+// Unix seconds to stamp into an output (history rows, commit stamps, manifests): SOURCE_DATE_EPOCH
+// when it is set (the reproducible-builds convention, so the same inputs give the same bytes),
+// else the current time. UsageError when it is set but is not Unix seconds.
+std::int64_t output_time();
+
+// `unix_seconds` in UTC, formatted with strftime's `format` (at most 63 characters of output),
+// e.g. "%Y-%m-%dT%H:%M:%SZ".
+std::string utc_text(std::int64_t unix_seconds, const char* format);
 
 }  // namespace tessera

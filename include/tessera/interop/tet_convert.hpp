@@ -32,7 +32,8 @@ struct ConvertOptions {
   // Called on the calling thread after every unit of tiles is written. (Every member has a default
   // initializer so designated initializers may name any subset.)
   std::function<void(const ConvertProgress&)> progress{};
-  // History row time and metadata.file.created_at (Unix seconds as text); empty = now.
+  // History row time and metadata.file.created_at (Unix seconds as text); empty = SOURCE_DATE_EPOCH
+  // if set, else now (core/civil_date.hpp output_time).
   std::string at{};
   // Bound on the output bytes read before they are written (one unit; two are in flight). A tile
   // larger than this — the whole-array tile of an unchunked or CF-packed variable — is streamed in

@@ -16,7 +16,8 @@
 
 namespace tessera::ragged::hive {
 
-// ISO-8601 UTC with seconds and `+00:00` (`2026-08-10T11:57:30+00:00`), now.
+// ISO-8601 UTC with seconds and `+00:00` (`2026-08-10T11:57:30+00:00`) of output_time(): now, or
+// SOURCE_DATE_EPOCH when set, so a build with the same inputs gives the same bytes.
 std::string utc_now_iso();
 
 // What tessera writes into `morton_hive.json` (spec §4.1, §6.1 step 8).

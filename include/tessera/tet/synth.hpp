@@ -62,7 +62,7 @@ struct SynthOptions {
   std::uint16_t memory_budget_percent_bps = 0;
   std::uint32_t memory_budget_bytes = 0;
   // Footer: the `write` history row's source (normally the output file name) and time (Unix
-  // seconds as text; empty = now).
+  // seconds as text; empty = SOURCE_DATE_EPOCH if set, else now: core/civil_date.hpp output_time).
   std::string source;
   std::string at;
   unsigned threads = 0;

@@ -147,6 +147,7 @@ class BucketServer:
         self.latency = 0.0                   # seconds every request waits (an emulated round trip)
         self.upload_bandwidth = 0.0          # bytes/s a request body is taken at (0: no limit)
         self._in_flight = 0                  # requests being handled
+        self._last_activity = 0.0            # monotonic time a connection or request last began or ended
         self._store = scratch / "s3rver"     # s3rver's --directory (its filesystem store)
         self._backend_port = free_port()
         (scratch / "s3rver").mkdir(parents=True, exist_ok=True)
@@ -204,12 +205,18 @@ class BucketServer:
                 self._write_faults.pop(0)
             return None
 
-    def wait_idle(self, timeout=30.0):
-        """Waits until no request is being handled (a killed client's last requests included)."""
+    def _touch(self):
+        with self._lock:
+            self._last_activity = time.monotonic()
+
+    def wait_idle(self, timeout=30.0, settle=0.25):
+        """Waits until no request is being handled and none has started or ended for `settle`
+        seconds: a killed client's last requests, including those still in a socket buffer when
+        it died, have all been performed."""
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
-                if self._in_flight == 0:
+                if self._in_flight == 0 and time.monotonic() - self._last_activity >= settle:
                     return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self._in_flight} request(s) still in flight after {timeout} s")
@@ -570,14 +577,20 @@ class BucketServer:
                         forwarded["Range"] = f"bytes={max(0, size - n)}-{size - 1}" if size else "bytes=0-"
                 self._send(*server._backend(method, target, body, forwarded))
 
+            def setup(self):
+                super().setup()
+                server._touch()  # a new connection: requests may follow
+
             def _counted(self):
                 with server._lock:
                     server._in_flight += 1
+                    server._last_activity = time.monotonic()
                 try:
                     self._forward()
                 finally:
                     with server._lock:
                         server._in_flight -= 1
+                        server._last_activity = time.monotonic()
 
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _counted
 

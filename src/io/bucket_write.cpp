@@ -6,13 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
-#include <thread>
 
 #include "http_request.hpp"
+#include "parallel.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/bucket.hpp"
 
@@ -61,14 +60,6 @@ std::string_view as_text(const std::vector<std::byte>& body) {
   return {reinterpret_cast<const char*>(body.data()), body.size()};
 }
 
-std::uint64_t env_size(const char* name, std::uint64_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  const auto n = detail::parse_u64(v);
-  if (!n || *n == 0) throw UsageError(std::string(name) + " must be a positive integer, got '" + v + "'");
-  return *n;
-}
-
 // The part size for a file of `size` bytes: the configured one, grown so that 10,000 parts hold it.
 std::uint64_t part_size_for(std::uint64_t size, std::uint64_t configured) {
   const std::uint64_t needed = (size + kMaxParts - 1) / kMaxParts;
@@ -103,14 +94,23 @@ class FileHandle {
   int fd_;
 };
 
+// A PUT of `bytes` with their SHA-256, keeping S3's error document for messages.
+Request put_request(std::string shown, std::span<const std::byte> bytes) {
+  return Request{.method = Method::Put,
+                 .shown = std::move(shown),
+                 .body = bytes,
+                 .body_sha256 = sha256_hex(bytes),
+                 .keep_error_body = true};
+}
+
 }  // namespace
 
 UploadOptions upload_options_from_env() {
   UploadOptions o;
-  o.part_size = env_size("TESSERA_UPLOAD_PART_SIZE", o.part_size);
+  o.part_size = detail::env_positive("TESSERA_UPLOAD_PART_SIZE", o.part_size, UINT64_MAX);
   if (o.part_size < kMinPartSize)
     throw UsageError("TESSERA_UPLOAD_PART_SIZE must be at least 5 MiB (5242880), the smallest part S3 accepts");
-  o.parallel = static_cast<int>(std::min<std::uint64_t>(env_size("TESSERA_UPLOAD_PARALLEL", 8), 64));
+  o.parallel = static_cast<int>(detail::env_positive("TESSERA_UPLOAD_PARALLEL", 8, 64));
   return o;
 }
 
@@ -119,21 +119,12 @@ std::string BucketStore::object_url(const std::string& key, const std::string& q
 }
 
 void BucketStore::put(const std::string& key, std::span<const std::byte> bytes) {
-  const Request request{.method = Method::Put,
-                        .shown = shown_of(key),
-                        .body = bytes,
-                        .body_sha256 = sha256_hex(bytes),
-                        .keep_error_body = true};
-  const Response r = perform(object_url(key, {}), request, access_.http);
+  const Response r = perform(object_url(key, {}), put_request(shown_of(key), bytes), access_.http);
   if (r.status < 200 || r.status >= 300) fail_status(shown_of(key), r, access_.http);
 }
 
 bool BucketStore::put_if_absent(const std::string& key, std::span<const std::byte> bytes) {
-  Request request{.method = Method::Put,
-                  .shown = shown_of(key),
-                  .body = bytes,
-                  .body_sha256 = sha256_hex(bytes),
-                  .keep_error_body = true};
+  Request request = put_request(shown_of(key), bytes);
   // S3 takes If-None-Match; GCS's XML API takes "generation 0" (no live version).
   request.headers.push_back(root_.scheme == "gs" ? "x-goog-if-generation-match: 0" : "If-None-Match: *");
   // S3 answers 409 while another conditional write of the key is in flight: ask again.
@@ -188,41 +179,8 @@ void BucketStore::upload_parts(const std::string& key, const std::string& path, 
   const std::uint64_t part_size = part_size_for(size, options.part_size);
   const std::uint64_t n_parts = (size + part_size - 1) / part_size;
   std::vector<std::string> etags(n_parts);
-  std::atomic<std::uint64_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr first_error;
-  std::mutex mutex;  // first_error and progress calls
+  std::mutex progress_mutex;
   FileHandle file(path);
-
-  const auto upload_some = [&] {
-    std::vector<std::byte> buffer;
-    try {
-      for (std::uint64_t i = next++; i < n_parts && !failed; i = next++) {
-        const std::uint64_t offset = i * part_size;
-        buffer.resize(std::min(part_size, size - offset));
-        pread_exact(file.fd(), offset, buffer, path);
-        const std::string query = "partNumber=" + std::to_string(i + 1) + "&" + id_query;
-        const Request request{
-            .method = Method::Put,
-            .shown = shown + " (part " + std::to_string(i + 1) + " of " + std::to_string(n_parts) + ")",
-            .body = buffer,
-            .body_sha256 = sha256_hex(buffer),
-            .keep_error_body = true};
-        const Response r = perform(object_url(key, query), request, access_.http);
-        if (r.status != 200) fail_status(request.shown, r, access_.http);
-        if (r.etag.empty()) throw IoError(request.shown + ": the store gave the part no ETag", shown);
-        etags[i] = r.etag;
-        if (options.progress) {
-          const std::scoped_lock lock(mutex);
-          options.progress(buffer.size());
-        }
-      }
-    } catch (...) {
-      const std::scoped_lock lock(mutex);
-      if (!first_error) first_error = std::current_exception();
-      failed = true;
-    }
-  };
   const auto abort_and_rethrow = [&](std::exception_ptr error) {
     try {
       abort_upload(PendingUpload{key, upload_id, {}});
@@ -232,14 +190,29 @@ void BucketStore::upload_parts(const std::string& key, const std::string& path, 
     }
     std::rethrow_exception(error);
   };
-
-  {
-    const auto n_threads = static_cast<std::size_t>(std::clamp<std::uint64_t>(n_parts, 1, options.parallel));
-    std::vector<std::jthread> threads;
-    for (std::size_t t = 1; t < n_threads; ++t) threads.emplace_back(upload_some);
-    upload_some();
+  try {
+    detail::for_each_parallel(n_parts, options.parallel, [&](std::uint64_t i) {
+      const std::uint64_t offset = i * part_size;
+      std::vector<std::byte> buffer(std::min(part_size, size - offset));
+      pread_exact(file.fd(), offset, buffer, path);
+      const std::string query = "partNumber=" + std::to_string(i + 1) + "&" + id_query;
+      const Request request{.method = Method::Put,
+                            .shown = shown + " (part " + std::to_string(i + 1) + " of " + std::to_string(n_parts) + ")",
+                            .body = buffer,
+                            .body_sha256 = sha256_hex(buffer),
+                            .keep_error_body = true};
+      const Response r = perform(object_url(key, query), request, access_.http);
+      if (r.status != 200) fail_status(request.shown, r, access_.http);
+      if (r.etag.empty()) throw IoError(request.shown + ": the store gave the part no ETag", shown);
+      etags[i] = r.etag;
+      if (options.progress) {
+        const std::scoped_lock lock(progress_mutex);
+        options.progress(buffer.size());
+      }
+    });
+  } catch (...) {
+    abort_and_rethrow(std::current_exception());
   }
-  if (first_error) abort_and_rethrow(first_error);
 
   std::string document = "<CompleteMultipartUpload>";
   for (std::uint64_t i = 0; i < n_parts; ++i)

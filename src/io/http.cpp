@@ -13,9 +13,11 @@
 namespace tessera::io {
 namespace {
 
+// Retries and timeouts above this are typos, not settings.
+constexpr std::uint64_t kMaxEnvSetting = 1'000'000;
+
 using detail::fail_status;
 using detail::Method;
-using detail::parse_u64;
 using detail::perform;
 using detail::Request;
 using detail::Response;
@@ -99,22 +101,15 @@ class HttpSource final : public ByteSource {
   HttpOptions options_;
 };
 
-int env_positive(const char* name, long fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return static_cast<int>(fallback);
-  const auto n = parse_u64(v);
-  if (!n || *n == 0 || *n > 1'000'000)
-    throw UsageError(std::string(name) + " must be a positive integer, got '" + v + "'");
-  return static_cast<int>(*n);
-}
-
 }  // namespace
 
 HttpOptions http_options_from_env() {
   HttpOptions o;
-  o.attempts = env_positive("TESSERA_HTTP_RETRIES", o.attempts);
-  o.connect_timeout_s = env_positive("TESSERA_HTTP_CONNECT_TIMEOUT", o.connect_timeout_s);
-  o.low_speed_time_s = env_positive("TESSERA_HTTP_LOW_SPEED_TIME", o.low_speed_time_s);
+  o.attempts = static_cast<int>(detail::env_positive("TESSERA_HTTP_RETRIES", o.attempts, kMaxEnvSetting));
+  o.connect_timeout_s =
+      static_cast<long>(detail::env_positive("TESSERA_HTTP_CONNECT_TIMEOUT", o.connect_timeout_s, kMaxEnvSetting));
+  o.low_speed_time_s =
+      static_cast<long>(detail::env_positive("TESSERA_HTTP_LOW_SPEED_TIME", o.low_speed_time_s, kMaxEnvSetting));
   if (const char* ca = std::getenv("TESSERA_HTTP_CA_BUNDLE"); ca && *ca) o.ca_file = ca;
   return o;
 }

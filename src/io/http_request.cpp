@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -262,6 +263,14 @@ std::optional<std::uint64_t> parse_u64(std::string_view s) {
     v = v * 10 + static_cast<std::uint64_t>(c - '0');
   }
   return v;
+}
+
+std::uint64_t env_positive(const char* name, std::uint64_t fallback, std::uint64_t max) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  const auto n = parse_u64(v);
+  if (!n || *n == 0 || *n > max) throw UsageError(std::string(name) + " must be a positive integer, got '" + v + "'");
+  return *n;
 }
 
 std::string status_text(long status) {

@@ -46,6 +46,9 @@ struct Response {
 };
 
 std::optional<std::uint64_t> parse_u64(std::string_view s);
+// The environment variable `name` as a whole number in [1, max], or `fallback` when it is unset or
+// empty; UsageError "NAME must be a positive integer, got '…'" otherwise.
+std::uint64_t env_positive(const char* name, std::uint64_t fallback, std::uint64_t max);
 std::string status_text(long status);
 std::string attempts_text(int attempt, int attempts);
 

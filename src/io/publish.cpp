@@ -16,8 +16,8 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 
+#include "parallel.hpp"
 #include "tessera/core/civil_date.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/temporaries.hpp"
@@ -27,6 +27,7 @@ namespace tessera::io {
 namespace {
 
 namespace fs = std::filesystem;
+using detail::for_each_parallel;
 
 constexpr std::string_view kJournalMagic = "tessera-write-journal 1";
 constexpr std::string_view kStagingPrefix = "tessera-stage-";
@@ -86,13 +87,18 @@ std::vector<std::string> staged_keys(const fs::path& root) {
   return keys;
 }
 
+// "host H, process P, started T": who holds a lock, as messages and cleanup reports say it.
+std::string holder_text(const WriteJournal& j) {
+  return "host " + j.host + ", process " + std::to_string(j.pid) + ", started " + j.started;
+}
+
 std::string lock_holder(const BucketStore& store) {
   const auto bytes = store.get(std::string(kWriteLockKey));
   if (!bytes) return "its lock is gone now";
   try {
     const WriteJournal j = parse_journal(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()),
                                          store.shown_of(std::string(kWriteLockKey)));
-    return "host " + j.host + ", process " + std::to_string(j.pid) + ", started " + j.started;
+    return holder_text(j);
   } catch (const FormatError&) {
     return "its lock object cannot be read";
   }
@@ -106,32 +112,6 @@ std::string cleanup_advice(const BucketStore& store) {
   throw UsageError(store.name() + ": another write is in progress, or one was interrupted (" + lock_holder(store) +
                        "); " + cleanup_advice(store),
                    store.name());
-}
-
-// Calls `fn(i)` for i in [0, n) on up to `parallel` threads (the caller's one of them); after
-// the first exception no new call starts, and it is rethrown once every thread has stopped.
-template <typename Fn>
-void for_each_parallel(std::size_t n, int parallel, Fn fn) {
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr first_error;
-  std::mutex mutex;
-  const auto work = [&] {
-    try {
-      for (std::size_t i = next++; i < n && !failed; i = next++) fn(i);
-    } catch (...) {
-      const std::scoped_lock lock(mutex);
-      if (!first_error) first_error = std::current_exception();
-      failed = true;
-    }
-  };
-  {
-    const auto n_threads = std::clamp<std::size_t>(n, 1, static_cast<std::size_t>(std::max(1, parallel)));
-    std::vector<std::jthread> threads;
-    for (std::size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
-    work();
-  }
-  if (first_error) std::rethrow_exception(first_error);
 }
 
 // Uploads `keys` (files below `staged`) in parallel: files up to the part size on a pool of
@@ -360,8 +340,7 @@ CleanupReport cleanup_output(BucketStore& store, bool dry_run) {
     report.locked = true;
     const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
     journal = parse_journal(text, store.shown_of(lock_key));
-    report.lock_text =
-        "host " + journal->host + ", process " + std::to_string(journal->pid) + ", started " + journal->started;
+    report.lock_text = holder_text(*journal);
   }
   if (journal) {
     const std::vector<std::string> present = store.list("");

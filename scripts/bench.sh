@@ -72,6 +72,12 @@
 #       files on P threads; boto3 without emulation as the emulator's ceiling. Inputs are kept in
 #       build/bench-data/remote-write/. Needs anndata and boto3.
 #
+#   scripts/bench.sh scale-out [--repeat R] [--rows N] [--smoke]
+#       Distributed writers on a Dask LocalCluster (bench/bench_scale_out.py): ragged.build(...,
+#       client=) of N random points (default 3,000,000) with two worker processes against one (one
+#       thread each), the speed-up against the target 1.7; the single build on one thread and on
+#       all cores beside it. Needs python3-distributed.
+#
 #   scripts/bench.sh cells-peers [--repeat R] [--cells N] [--genes G] [--batches B] [--smoke] [--only ...]
 #       tessera.cells against anndata and h5py on the same data, side by side (bench/bench_cells_peers.py):
 #       random 5,000-cell batches from `get_batch` against `read_h5ad(..., backed="r")` with sorted
@@ -175,6 +181,11 @@ case "$command" in
     mkdir -p "$data_dir"
     exec /usr/bin/python3 "$root/bench/bench_ragged_granules.py" --data-dir "$data_dir/ragged-granules" \
       --cli "$build_dir/tessera" "$@"
+    ;;
+  scale-out)
+    build tessera
+    build _tessera
+    PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 "$root/bench/bench_scale_out.py" "$@"
     ;;
   cells-peers)
     build tessera

@@ -1,5 +1,9 @@
 // tessera CLI entry point. Exit codes: 0 success, 1 runtime error or failed verification,
 // 2 usage error (rejected before any data is touched).
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -71,9 +75,23 @@ std::optional<std::string> unknown_command(CLI::App& app, const std::vector<std:
   return std::nullopt;
 }
 
+// With $TESSERA_EXIT_WITH_PARENT=PID (the Python package sets it to its own pid), the CLI is
+// killed when the process that started it dies: a Dask worker killed mid-task must not leave its
+// build running beside the retry the scheduler starts elsewhere.
+void exit_with_parent() {
+  const char* text = std::getenv("TESSERA_EXIT_WITH_PARENT");
+  if (text == nullptr || *text == '\0') return;
+  const long parent = std::strtol(text, nullptr, 10);
+  if (parent <= 0) return;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The parent may have died before prctl took effect: then this process was already re-parented.
+  if (::getppid() != static_cast<pid_t>(parent)) std::_Exit(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  exit_with_parent();
   CLI::App app{"tessera: read, write, verify and query .tet, deltacells and Zarr v3 / zagg-ragged data", "tessera"};
   app.set_version_flag("--version", std::string("tessera ") + tessera::kVersion);
   app.require_subcommand(1);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <cmath>
 #include <optional>
 #include <memory>
@@ -42,6 +44,7 @@ struct BuildArgs {
   std::string stats_prefix = "h";
   std::optional<std::string> valid_range;
   std::optional<std::string> config;
+  std::optional<std::string> commit_leaves;  // the task reports of a distributed build
 };
 
 // `--input` values as given, except a glob (`granules/ATL06_*.h5`, quoted so the shell leaves
@@ -150,6 +153,60 @@ ragged::build::BuildOptions options_of(BuildArgs& a) {
   return o;
 }
 
+// The leaves the `--leaves-only` reports in FILE (one report, or a JSON array of them) committed.
+// UsageError when a report was built with other options than this commit's (`semantic_hash`).
+std::vector<ragged::build::CommittedLeaf> committed_leaves(const std::string& file, const std::string& semantic_hash) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw IoError(file + ": cannot read the task reports", file);
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  codec::json::Json doc = codec::json::parse_strict(text, file);
+  if (!doc.is_array()) doc = codec::json::Json::array({doc});
+  std::vector<ragged::build::CommittedLeaf> leaves;
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    const codec::json::Json& report = doc[i];
+    const auto bad = [&](const std::string& what) {
+      return UsageError(file + ": task report " + std::to_string(i) + ": " + what, file, "task report");
+    };
+    if (!report.is_object() || !report.contains("leaves") || !report["leaves"].is_array() ||
+        !report.contains("semantic_hash") || !report["semantic_hash"].is_string())
+      throw bad("not a `ragged build --leaves-only` report (no semantic_hash and leaves)");
+    if (report["semantic_hash"].get<std::string>() != semantic_hash)
+      throw bad("built with other options (semantic hash " + report["semantic_hash"].get<std::string>() +
+                ", this commit's " + semantic_hash + ")");
+    for (const auto& leaf : report["leaves"]) {
+      if (!leaf.is_object() || !leaf.contains("shard") || !leaf["shard"].is_string())
+        throw bad("a leaf without its decimal shard");
+      ragged::build::CommittedLeaf c;
+      c.shard = ragged::morton::parse_decimal(leaf["shard"].get<std::string>());
+      if (leaf.contains("time_join") && leaf["time_join"].is_number_unsigned())
+        c.time_join = leaf["time_join"].get<std::uint64_t>();
+      leaves.push_back(c);
+    }
+  }
+  return leaves;
+}
+
+// `--commit-leaves FILE`: the last step of a distributed build (docs/distributed.md).
+void commit_distributed(const BuildArgs& a, const ragged::build::BuildOptions& o) {
+  io::OutputTarget target(a.out, io::OutputTarget::Shape::Directory);
+  target.check_writable({});
+  const auto leaves = committed_leaves(*a.commit_leaves, ragged::build::semantic_hash(o.leaf));
+  const std::optional<std::string> hive_manifest = stage_existing_hive_manifest(target);
+  std::unique_ptr<io::Store> local;
+  if (!target.remote()) local = std::make_unique<io::DirectoryStore>(a.out);
+  ragged::build::commit_leaves(target.local_path(), o, leaves, target.remote() ? target.store() : *local);
+  drop_unchanged(target, "morton_hive.json", hive_manifest);
+  std::optional<io::PublishReport> upload;
+  if (target.remote()) upload = publish_output(target, zarr_commit_plan(target.local_path(), false));
+  ragged_cli::print_json([&](codec::json::JsonWriter& w) {
+    w.begin_object();
+    w.key("store").value(a.out);
+    w.key("semantic_hash").value(ragged::build::semantic_hash(o.leaf));
+    w.key("leaves_committed").value(static_cast<std::uint64_t>(leaves.size()));
+    w.end_object();
+  });
+}
+
 void print_report(const ragged::build::BuildReport& r, const std::string& out,
                   const std::optional<io::PublishReport>& upload) {
   ragged_cli::print_json([&](codec::json::JsonWriter& w) {
@@ -177,6 +234,7 @@ void print_report(const ragged::build::BuildReport& r, const std::string& out,
       w.key("cells_with_data").value(leaf.cells_with_data);
       w.key("observations").value(leaf.observations);
       if (!r.flat) w.key("combined_hash").value(leaf.combined_hash);
+      if (r.leaves_only && leaf.time_join) w.key("time_join").value(leaf.time_join);  // for --commit-leaves
       w.end_object();
     }
     w.end_array();
@@ -205,8 +263,7 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
                                         ".npy columns, or HDF5 granules with --config)");
   cmd->add_option("--input", a->o.inputs,
                   "CSV file with a header row, Parquet file, directory of .npy columns, or HDF5 granule with --config "
-                  "(repeatable; a quoted glob such as 'granules/*.h5' is expanded)")
-      ->required();
+                  "(repeatable; a quoted glob such as 'granules/*.h5' is expanded)");
   cmd->add_option("--out", a->out, "hive store to create or add leaves to")->required();
   cmd->add_option("--lat-col", a->o.lat_col, "latitude column, degrees (default lat)");
   cmd->add_option("--lon-col", a->o.lon_col, "longitude column, degrees (default lon)");
@@ -247,13 +304,30 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
   cmd->add_flag("--zagg-identical-metadata", a->o.leaf.zagg_identical_metadata,
                 "omit dggs.latitude from the leaf groups");
   cmd->add_option("--threads", a->o.threads, "worker threads (default: all cores)")->check(integer_at_least(0));
+  cmd->add_flag("--leaves-only", a->o.leaves_only,
+                "a task of a distributed build: commit the leaves, leave the hive manifest and coverage to "
+                "--commit-leaves");
+  cmd->add_option("--commit-leaves", a->commit_leaves,
+                  "the last step of a distributed build: commit the hive over the leaves the --leaves-only reports in "
+                  "FILE name (reads no input)")
+      ->check(CLI::ExistingFile)
+      ->excludes("--leaves-only");
   cmd->callback([a, cmd, &rc] {
+    if (a->commit_leaves && !a->o.inputs.empty())
+      throw CLI::ValidationError("--commit-leaves", "reads no input: leave out --input");
+    if (!a->commit_leaves && a->o.inputs.empty()) throw CLI::RequiredError("--input");
     a->o.inputs = expand_inputs(a->o.inputs);
     if (a->config) apply_config(*cmd, *a, ragged::zagg::load_config(*a->config));
     if (a->o.value_col.empty())
       throw CLI::ValidationError("--value-col", "is required (or give --config with a zagg config)");
     ragged::build::BuildOptions o = options_of(*a);
+    if (a->commit_leaves) {
+      commit_distributed(*a, o);
+      rc = 0;
+      return;
+    }
     const bool overwrite = o.overwrite;
+    const bool leaves_only = o.leaves_only;
     io::OutputTarget target(a->out, io::OutputTarget::Shape::Directory);
     target.check_writable({});
     // A flat store grows in place (chunks added to the existing arrays), which a staged copy
@@ -276,7 +350,13 @@ void register_ragged_build(CLI::App& ragged, int& rc) {
     if (tty) write_stream(stderr, "\r\033[K");
     drop_unchanged(target, "morton_hive.json", hive_manifest);
     std::optional<io::PublishReport> upload;
-    if (target.remote()) upload = publish_output(target, zarr_commit_plan(target.local_path(), overwrite));
+    if (target.remote() && leaves_only) {
+      std::vector<std::string> leaf_dirs;  // each leaf's directory: the leaf and its stats.json
+      for (const auto& leaf : report.leaves) leaf_dirs.push_back(leaf.leaf.substr(0, leaf.leaf.rfind('/')));
+      upload = publish_leaves(target, leaf_dirs, overwrite);
+    } else if (target.remote()) {
+      upload = publish_output(target, zarr_commit_plan(target.local_path(), overwrite));
+    }
     print_report(report, a->out, upload);
     rc = 0;
   });

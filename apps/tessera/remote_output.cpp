@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <set>
 #include <memory>
@@ -86,8 +87,11 @@ void drop_unchanged(const io::OutputTarget& target, const std::string& key, cons
   if (std::string(std::istreambuf_iterator<char>(in), {}) == *fetched) fs::remove(path);
 }
 
-io::PublishReport publish_output(io::OutputTarget& target, const io::CommitPlan& plan) {
-  if (!target.remote()) return {};
+namespace {
+
+// Runs `publish` with a progress line on stderr when it is a terminal, then prints the
+// `uploaded URI: …` line.
+io::PublishReport publish_with_progress(io::OutputTarget& target, const std::function<io::PublishReport()>& publish) {
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   std::uint64_t sent = 0;
   if (tty)
@@ -96,7 +100,7 @@ io::PublishReport publish_output(io::OutputTarget& target, const io::CommitPlan&
       write_stream(stderr, fmt::format("\r\033[Kuploading: {:.1f} MB sent", static_cast<double>(sent) / 1e6));
     };
   try {
-    const io::PublishReport report = target.publish(plan);
+    const io::PublishReport report = publish();
     const double seconds = report.seconds;
     if (tty) write_stream(stderr, "\r\033[K");
     write_stream(
@@ -110,6 +114,23 @@ io::PublishReport publish_output(io::OutputTarget& target, const io::CommitPlan&
     if (tty) write_stream(stderr, "\r\033[K");
     throw;
   }
+}
+
+}  // namespace
+
+io::PublishReport publish_output(io::OutputTarget& target, const io::CommitPlan& plan) {
+  if (!target.remote()) return {};
+  return publish_with_progress(target, [&] { return target.publish(plan); });
+}
+
+io::PublishReport publish_leaves(io::OutputTarget& target, const std::vector<std::string>& leaf_dirs, bool overwrite) {
+  if (!target.remote()) return {};
+  return publish_with_progress(target, [&] {
+    return io::publish_directories(
+        target.local_path(), io::parse_bucket_uri(target.uri()), leaf_dirs,
+        [overwrite](const fs::path& dir) { return zarr_commit_plan(dir.string(), overwrite); }, target.upload_options(),
+        true);
+  });
 }
 
 void register_remote(CLI::App& app, int& rc) {

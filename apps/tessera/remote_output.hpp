@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tessera/io/publish.hpp"
 
@@ -28,5 +29,14 @@ void drop_unchanged(const io::OutputTarget& target, const std::string& key, cons
 // stderr when it is a terminal, then one line on stderr: `uploaded URI: N object(s), B bytes in
 // S s (R MB/s)`.
 io::PublishReport publish_output(io::OutputTarget& target, const io::CommitPlan& plan = {});
+
+// Publishes the staged leaf directories `leaf_dirs` of a `ragged build --leaves-only` task (each
+// holds one shard's leaf and its stats.json: the hive's leaf path without the leaf's name) each on
+// its own, as an output below `target` with its lock in that directory, so the tasks of one
+// distributed build write their leaves side by side. A lock an earlier attempt of the same task left (a killed
+// worker, whose task the scheduler runs again) is cleaned up first: within a distributed build
+// each shard has one task, and it runs again only after its earlier attempt is gone. Prints one
+// `uploaded` line for all of them.
+io::PublishReport publish_leaves(io::OutputTarget& target, const std::vector<std::string>& leaf_dirs, bool overwrite);
 
 }  // namespace tessera::cli

@@ -2,6 +2,7 @@
 // the root coverage MOC, leaf paths and the walk that finds leaves (spec zagg-ragged.md §4.7),
 // the §7 content hashes, and cells ↔ latitude/longitude. python/tessera/_ragged_hive.py builds the public functions on
 // these. Every call opens a local directory store and runs with the GIL released.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -146,8 +147,10 @@ using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecas
 using IdArray = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>;
 
 // NESTED ids at `order` of geodetic points (the build's geocoding, spec §6.4); a point refused by
-// the build (non-finite, latitude outside ±90) is a UsageError naming its index.
-IdArray cell_of(const DoubleArray& lat, const DoubleArray& lon, int order, const std::string& latitude) {
+// the build (non-finite, latitude outside ±90) is a UsageError naming its index, or with
+// `refused_as_max` the id 2^64-1 (how the distributed build sets such rows apart).
+IdArray cell_of(const DoubleArray& lat, const DoubleArray& lon, int order, const std::string& latitude,
+                bool refused_as_max) {
   if (order < 0 || order > 29) throw UsageError("cell order " + std::to_string(order) + " is outside 0…29");
   if (lat.size() != lon.size())
     throw UsageError("lat and lon differ in length (" + std::to_string(lat.size()) + " and " +
@@ -161,8 +164,9 @@ IdArray cell_of(const DoubleArray& lat, const DoubleArray& lon, int order, const
     py::gil_scoped_release release;
     for (py::ssize_t i = 0; i < lat.size() && !refused; ++i) {
       const auto id = ragged::geo::point_nested29(la[i], lo[i], convention);
-      if (!id) refused = i;
-      else ids[i] = *id >> (2 * (29 - order));
+      if (id) ids[i] = *id >> (2 * (29 - order));
+      else if (refused_as_max) ids[i] = UINT64_MAX;
+      else refused = i;
     }
   }
   if (refused)
@@ -211,7 +215,8 @@ py::array read_array(const std::string& path, const std::string& array) {
 
 void bind_ragged_hive(py::module_& m) {
   m.def("ragged_read_array", &read_array, py::arg("path"), py::arg("array"));
-  m.def("ragged_cell_of", &cell_of, py::arg("lat"), py::arg("lon"), py::arg("order"), py::arg("latitude"));
+  m.def("ragged_cell_of", &cell_of, py::arg("lat"), py::arg("lon"), py::arg("order"), py::arg("latitude"),
+        py::arg("refused_as_max") = false);
   m.def("ragged_cell_centres", &cell_centres, py::arg("cells"), py::arg("order"), py::arg("latitude"));
   m.def("ragged_hashes", &hashes, py::arg("path"), py::arg("root") = "");
   m.def("ragged_commit_stamp", &commit_stamp, py::arg("path"));
@@ -233,6 +238,18 @@ void bind_ragged_hive(py::module_& m) {
   m.def(
       "ragged_to_decimal", [](std::uint64_t word) { return ragged::morton::to_decimal(word); }, py::arg("word"));
   m.def("ragged_walk_leaves", &walk_leaves, py::arg("path"));
+  // The decimal morton words of NESTED ids at `order` (how leaves and reports name shards).
+  m.def(
+      "ragged_nested_to_decimal",
+      [](const IdArray& ids, int order) {
+        if (order < 0 || order > 29) throw UsageError("order " + std::to_string(order) + " is outside 0…29");
+        std::vector<std::string> out;
+        out.reserve(static_cast<std::size_t>(ids.size()));
+        for (py::ssize_t i = 0; i < ids.size(); ++i)
+          out.push_back(ragged::morton::to_decimal(ragged::morton::from_nested(ids.data()[i], order)));
+        return out;
+      },
+      py::arg("ids"), py::arg("order"));
   m.def(
       "ragged_payload_fields",
       [](const std::string& path) {

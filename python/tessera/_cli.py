@@ -47,7 +47,8 @@ def run(args: Iterable[str], cwd: Optional[str] = None) -> subprocess.CompletedP
     """Runs `tessera ARGS...`; returns the finished process or raises the matching tessera.Error."""
     from . import cli_path
 
-    env = dict(os.environ, TESSERA_ERROR_KIND="1")
+    # The child dies with this process (a Dask worker killed mid-task leaves no build running).
+    env = dict(os.environ, TESSERA_ERROR_KIND="1", TESSERA_EXIT_WITH_PARENT=str(os.getpid()))
     argv = [str(cli_path()), *map(str, args)]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd)
     if proc.returncode == 0:

@@ -182,7 +182,7 @@ def _np_list(values: Any) -> list:
 
 
 def build(output: PathLike, *, lat: Any, lon: Any, value: Any, time: Any = None, weight: Any = None,
-          sigma: Any = None, **options: Any) -> dict:
+          sigma: Any = None, client: Any = None, partitions: Optional[int] = None, **options: Any) -> dict:
     """Builds a morton-hive store (or adds leaves to one) from numpy columns; returns the build report.
 
     ``lat``/``lon`` in degrees, ``value`` the observed value, one row per observation (1-D, same
@@ -194,36 +194,56 @@ def build(output: PathLike, *, lat: Any, lon: Any, value: Any, time: Any = None,
     ``threads``, ... (``cell_order=8`` → ``--cell-order 8``; True adds a bare flag).
     ``drop_value`` (a number or several: fill values) and ``valid_range=(low, high)`` (either may
     be None) drop rows before aggregation; the report counts them under ``fill_value`` and
-    ``outside_valid_range``.
+    ``outside_valid_range``. ``output`` may be a directory, ``s3://`` or ``gs://``.
 
     The columns are written as ``.npy`` files to a temporary directory and the packaged CLI runs
-    the build in a child process. Errors raise the matching `tessera.Error`.
+    the build in a child process. With ``client`` (a ``dask.distributed.Client``) the rows are
+    partitioned by shard and the leaves are built by Dask tasks (at most ``partitions`` of them),
+    then the hive is committed once: the same bytes as without a client (docs/distributed.md).
+    Errors raise the matching `tessera.Error`.
     """
     columns = {"lat": lat, "lon": lon, "value": value, "time": time, "weight": weight, "sigma": sigma}
     columns = {k: _column(k, v) for k, v in columns.items() if v is not None}
     lengths = {k: len(v) for k, v in columns.items()}
     if len(set(lengths.values())) > 1:
         raise UsageError(f"columns differ in length: {lengths}")
-    for key in ("input", "out", "lat_col", "lon_col", "value_col", "time_col", "weight_col", "sigma_col"):
+    for key in ("input", "out", "lat_col", "lon_col", "value_col", "time_col", "weight_col", "sigma_col",
+                "leaves_only", "commit_leaves"):
         if key in options:
             raise UsageError(f"build() sets {key!r} itself; pass the column as an argument")
     if "time" in columns:
         options.setdefault("time_format", "unix-ns")
+    flags = _build_flags(columns, options)
+    if client is not None:
+        from . import _ragged_distributed
+
+        return _ragged_distributed.build(client, _as_path(output), columns, flags, options, partitions)
+    return run_build(_as_path(output), columns, flags)
+
+
+def _build_flags(columns: dict, options: dict) -> list[str]:
+    """The `ragged build` flags of `build()`'s columns and options, without --input and --out."""
+    options = dict(options)
     # Values may be negative: passed as `--flag=VALUE` so they are never read as flags.
     value_flags = [f"--drop-value={float(v)!r}" for v in _np_list(options.pop("drop_value", None))]
     if options.get("valid_range") is not None:
         low, high = options.pop("valid_range")
         bound = (lambda v: "" if v is None else repr(float(v)))
         value_flags.append(f"--valid-range={bound(low)},{bound(high)}")
+    options.pop("valid_range", None)
+    args = ["--value-col", "value", "--lat-col", "lat", "--lon-col", "lon"]
+    for name in ("time", "weight", "sigma"):
+        if name in columns:
+            args += [f"--{name}-col", name]
+    return args + _cli.option_args(options) + value_flags
+
+
+def run_build(output: str, columns: dict, flags: list[str]) -> dict:
+    """`tessera ragged build` of `columns` (saved as .npy files) into `output`; its JSON report."""
     with _tempfile.TemporaryDirectory(prefix="tessera-build-") as tmp:
         for name, column in columns.items():
             np.save(_os.path.join(tmp, f"{name}.npy"), column)
-        args = ["ragged", "build", "--input", tmp, "--out", _as_path(output), "--value-col", "value",
-                "--lat-col", "lat", "--lon-col", "lon"]
-        for name in ("time", "weight", "sigma"):
-            if name in columns:
-                args += [f"--{name}-col", name]
-        proc = _cli.run(args + _cli.option_args(options) + value_flags)
+        proc = _cli.run(["ragged", "build", "--input", tmp, "--out", output, *flags])
     return _json.loads(proc.stdout)
 
 

@@ -187,6 +187,8 @@ def build(
     time: Any = ...,
     weight: Any = ...,
     sigma: Any = ...,
+    client: Any = ...,
+    partitions: Optional[int] = ...,
     **options: Any,
 ) -> dict[str, Any]: ...
 def verify(path: PathLike, *, shard: Optional[Word] = ...) -> dict[str, Any]: ...

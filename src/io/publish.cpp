@@ -368,6 +368,39 @@ CleanupReport cleanup_output(BucketStore& store, bool dry_run) {
   return report;
 }
 
+PublishReport publish_directories(const fs::path& staged, const BucketUri& root, const std::vector<std::string>& dirs,
+                                  const std::function<CommitPlan(const fs::path&)>& plan_of,
+                                  const UploadOptions& options, bool take_over_locks) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<PublishReport> reports(dirs.size());
+  std::mutex progress_mutex;  // `progress` is serialized across the directories too
+  UploadOptions each = options;
+  if (options.progress)
+    each.progress = [&](std::uint64_t n) {
+      const std::scoped_lock lock(progress_mutex);
+      options.progress(n);
+    };
+  // A few directories at a time, each with its own requests in parallel inside.
+  constexpr int kDirectoriesAtOnce = 4;
+  for_each_parallel(dirs.size(), kDirectoriesAtOnce, [&](std::size_t i) {
+    BucketUri uri = root;
+    uri.key = root.key.empty() ? dirs[i] : root.key + "/" + dirs[i];
+    BucketStore store(uri, http_options_from_env());
+    if (take_over_locks && store.exists(std::string(kWriteLockKey))) (void)cleanup_output(store, false);
+    const fs::path dir = staged / dirs[i];
+    reports[i] = publish_tree(dir, store, plan_of(dir), each);
+  });
+  PublishReport total;
+  for (const PublishReport& r : reports) {
+    total.objects += r.objects;
+    total.bytes += r.bytes;
+    total.removed += r.removed;
+    total.replaced = total.replaced || r.replaced;
+  }
+  total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return total;
+}
+
 std::optional<std::string> interrupted_write_note(const std::string& uri) {
   if (uri_kind(uri) != UriKind::Bucket) return std::nullopt;
   const BucketStore store(parse_bucket_uri(uri), http_options_from_env());

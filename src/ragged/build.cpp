@@ -83,19 +83,25 @@ struct RecordLayout {
   std::size_t time_at() const noexcept { return 16 + 8 * (std::size_t{weight} + sigma); }
 };
 
+// Removes the spill directories builds left in `out`: those whose process is gone, or with
+// `all` every one (the caller holds the store's build lock exclusively, so no build is running:
+// a killed one may not be reaped yet, but it holds no lock).
+void remove_stale_spills(const fs::path& out, bool all) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(".tessera-build-", 0) != 0 || name == kBuildLockName) continue;
+    const long pid = std::strtol(name.c_str() + 15, nullptr, 10);
+    if (all || io::writer_is_gone(pid)) fs::remove_all(e.path(), ec);
+  }
+}
+
 // Per-shard spill files in a hidden working directory of the output store (listings skip it).
 class Spill {
  public:
   Spill(const fs::path& out, std::size_t record)
       : dir_(out / (".tessera-build-" + std::to_string(::getpid()))), record_(record) {
-    // Working directories of builds that were killed (their process is gone).
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(out, ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind(".tessera-build-", 0) != 0) continue;
-      const long pid = std::strtol(name.c_str() + 15, nullptr, 10);
-      if (io::writer_is_gone(pid)) fs::remove_all(e.path(), ec);
-    }
+    remove_stale_spills(out, false);  // working directories of builds that were killed
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -283,6 +289,15 @@ void check_options(const BuildOptions& o) {
   o.leaf.validate();
 }
 
+// Merges the shards a build committed into the hive's root coverage MOC (spec §4.6).
+void update_coverage(io::Store& store, const LeafSpec& leaf, std::span<const std::uint64_t> shards,
+                     const std::map<std::uint64_t, std::uint64_t>& shard_times) {
+  std::vector<std::string> timed_fields;
+  for (const FieldSpec& f : leaf.fields)
+    if (f.timed) timed_fields.push_back(f.name);
+  hive::update_root_moc(store, leaf.geometry.shard_order, shards, shard_times, timed_fields, hive::utc_now_iso());
+}
+
 }  // namespace
 
 BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& progress) {
@@ -293,12 +308,18 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
   BuildReport report;
   report.semantic_hash = o.leaf.semantic_hash;
   fs::create_directories(out);
+  const LeafGeometry& g = o.leaf.geometry;
+  if (g.flat && o.leaves_only)
+    throw UsageError(
+        "ragged build: a flat store has no leaves to build on their own (--leaves-only needs the hive "
+        "layout)");
   // One build per store at a time: a second one (another process, with or without --overwrite)
   // is refused at once, naming the first one's pid, instead of both racing over the same leaves.
+  // The tasks of one distributed build hold it together; each writes only its own shards' leaves.
   const io::FileLock lock((fs::path(out) / kBuildLockName).string(), "one ragged build per store at a time",
-                          io::FileLock::Wait::FailIfHeld);
+                          io::FileLock::Wait::FailIfHeld, {},
+                          o.leaves_only ? io::FileLock::Mode::Shared : io::FileLock::Mode::Exclusive);
   io::DirectoryStore store(out);
-  const LeafGeometry& g = o.leaf.geometry;
   if (g.flat) {
     // A flat store has no leaves to check one by one: without `overwrite`, an existing store is
     // refused as a whole (before anything is read or written).
@@ -436,7 +457,7 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
             }
           });
     });
-    if (!manifest_written) {
+    if (!manifest_written && !o.leaves_only) {
       hive::write_or_check_manifest(store, manifest);
       manifest_written = true;
     }
@@ -446,21 +467,57 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
     if (leaf.written) {
       written.push_back(leaf.shard);
       report.cells_with_data += leaf.cells_with_data;
+      const std::uint64_t time_join = o.leaf.any_timed() ? leaf.time_join : 0;
       report.leaves.push_back(
-          {leaf.shard, leaf.leaf_key, leaf.cells_with_data, leaf.observations, leaf.hashes.combined});
-      if (o.leaf.any_timed() && leaf.time_join) shard_times[leaf.shard] = leaf.time_join;
+          {leaf.shard, leaf.leaf_key, leaf.cells_with_data, leaf.observations, leaf.hashes.combined, time_join});
+      if (time_join) shard_times[leaf.shard] = time_join;
     }
     if (progress) progress({BuildProgress::Phase::Writing, s + 1, shards.size()});
   }
   report.flat = g.flat;
-  if (!g.flat && !written.empty()) {
-    std::vector<std::string> timed_fields;
-    for (const FieldSpec& f : o.leaf.fields)
-      if (f.timed) timed_fields.push_back(f.name);
-    hive::update_root_moc(store, g.shard_order, written, shard_times, timed_fields, hive::utc_now_iso());
-  }
+  report.leaves_only = o.leaves_only;
+  if (!g.flat && !o.leaves_only && !written.empty()) update_coverage(store, o.leaf, written, shard_times);
   report.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
+}
+
+void commit_leaves(const std::string& out, BuildOptions o, const std::vector<CommittedLeaf>& leaves,
+                   const io::Store& committed_in) {
+  o.leaf.validate();
+  const LeafGeometry& g = o.leaf.geometry;
+  if (g.flat)
+    throw UsageError("ragged build: a flat store has no leaves to commit (--commit-leaves needs the hive layout)");
+  o.leaf.semantic_hash = semantic_hash(o.leaf);
+  fs::create_directories(out);
+  const io::FileLock lock((fs::path(out) / kBuildLockName).string(), "one ragged build per store at a time",
+                          io::FileLock::Wait::FailIfHeld);
+  remove_stale_spills(out, true);  // a killed task's, even when its process is not reaped yet
+  std::vector<std::uint64_t> shards;
+  std::map<std::uint64_t, std::uint64_t> shard_times;
+  for (const CommittedLeaf& leaf : leaves) {
+    if (!is_leaf_committed(committed_in, leaf.shard))
+      throw UsageError(out + "/" + hive::leaf_path(leaf.shard) +
+                       ": the leaf is not committed; a task of the distributed build did not finish it");
+    shards.push_back(leaf.shard);
+    if (leaf.time_join) shard_times[leaf.shard] = leaf.time_join;
+    // Staging leaves a killed task left beside this one: garbage, as no build runs now.
+    const fs::path leaf_dir = fs::path(out) / hive::leaf_path(leaf.shard);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(leaf_dir.parent_path(), ec)) {
+      const std::string name = e.path().filename().string(), base = leaf_dir.filename().string();
+      if (name.rfind(base + ".tmp-", 0) == 0 || name.rfind(base + ".old-", 0) == 0) fs::remove_all(e.path(), ec);
+    }
+  }
+  io::DirectoryStore store(out);
+  const hive::ManifestSpec manifest{o.dataset_name, o.dataset_version, o.leaf.semantic_hash, g.cell_order,
+                                    g.shard_order};
+  // As `run`: a build that committed no leaf leaves the store without a manifest.
+  if (shards.empty()) {
+    (void)hive::check_manifest(store, manifest);
+    return;
+  }
+  hive::write_or_check_manifest(store, manifest);
+  update_coverage(store, o.leaf, shards, shard_times);
 }
 
 }  // namespace tessera::ragged::build

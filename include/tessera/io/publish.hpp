@@ -112,6 +112,16 @@ class OutputTarget {
 PublishReport publish_tree(const std::filesystem::path& staged, BucketStore& store, const CommitPlan& plan,
                            const UploadOptions& options);
 
+// Publishes each directory `dirs[i]` of `staged` (relative paths) as an output of its own at
+// `root`/dirs[i], with `plan_of(staged / dirs[i])` and its lock in that directory, several
+// directories at a time: how the tasks of a distributed build publish their leaves side by side.
+// With `take_over_locks`, a lock found in a directory is taken to be an earlier attempt's of the
+// same task, which is gone: it is cleaned up (as `cleanup_output`) before the directory is written.
+PublishReport publish_directories(const std::filesystem::path& staged, const BucketUri& root,
+                                  const std::vector<std::string>& dirs,
+                                  const std::function<CommitPlan(const std::filesystem::path&)>& plan_of,
+                                  const UploadOptions& options, bool take_over_locks);
+
 // For a bucket output `uri` with a write lock: "URI: a write is running or was interrupted (host
 // H, process P, started T); if no writer is running, 'tessera remote cleanup URI' removes what it
 // left". nullopt when there is no lock, and for local paths and plain HTTP(S). Verify commands

@@ -11,9 +11,11 @@
 //      parallel (digests §6.3, counts, dense statistics §6.1a, per-cell times), and commit the
 //      leaf (leaf_writer.hpp).
 // The manifest is written (or checked) before the first leaf and the root coverage MOC after the
-// last one. A flat store (`leaf.geometry.flat`, §6.2) has neither: every shard's chunks go into
-// the same sphere-wide arrays at the store root. No content hashes are computed: §7 hashes a
-// fixed-width array whole, fill included, and a flat array spans 12·4^cell_order cells.
+// last one. A distributed build (docs/distributed.md) splits this: each task runs with
+// `leaves_only` on its shards' rows and commits their leaves, then one `commit_leaves` writes the
+// manifest and merges every task's shards into the coverage MOC. A flat store (`leaf.geometry.flat`, §6.2) has neither:
+// every shard's chunks go into the same sphere-wide arrays at the store root. No content hashes are computed: §7 hashes
+// a fixed-width array whole, fill included, and a flat array spans 12·4^cell_order cells.
 #pragma once
 
 #include <cstdint>
@@ -80,6 +82,10 @@ struct BuildOptions {
   std::string dataset_name = "TESSERA";
   std::string dataset_version = "1";
   bool overwrite = false;
+  // A task of a distributed build: commit the leaves only. The manifest is checked, not written,
+  // the coverage MOC is left alone, and the store's build lock is taken shared, so the other
+  // tasks run alongside while a whole-store build is kept out. A flat store cannot be built so.
+  bool leaves_only = false;
   unsigned threads = 0;            // 0: all hardware threads
   std::string writer = "tessera";  // the stats record's `writer`
 };
@@ -92,6 +98,7 @@ struct LeafSummary {
   std::uint64_t cells_with_data = 0;
   std::uint64_t observations = 0;
   std::string combined_hash;
+  std::uint64_t time_join = 0;  // join of the leaf's time words (0 unless the field is timed)
 };
 
 struct BuildReport {
@@ -101,7 +108,8 @@ struct BuildReport {
   std::uint64_t rows_accepted = 0;
   std::map<std::string, std::uint64_t> rejected;  // reason → rows
   std::uint64_t cells_with_data = 0;
-  bool flat = false;  // a flat store: `leaves` name no leaf and carry no content hashes
+  bool flat = false;         // a flat store: `leaves` name no leaf and carry no content hashes
+  bool leaves_only = false;  // a task of a distributed build (BuildOptions::leaves_only)
   double elapsed_seconds = 0;
   std::vector<std::string> warnings;
 };
@@ -121,5 +129,19 @@ std::string semantic_hash(const LeafSpec& leaf);
 // column missing from an input, a frozen manifest key that differs, a committed leaf without
 // `overwrite`; FormatError: an unreadable input, or the first bad row under `strict`.
 BuildReport run(const std::string& out, BuildOptions options, const ProgressSink& progress = {});
+
+// A leaf a task of a distributed build committed, as its report names it.
+struct CommittedLeaf {
+  std::uint64_t shard = 0;      // the leaf's morton word (the report's decimal `shard`)
+  std::uint64_t time_join = 0;  // 0 unless timed
+};
+// The last step of a distributed build: with the store's build lock held exclusively, checks
+// that every leaf in `leaves` is committed in `committed_in` (the hive's store: `out` itself, or
+// the bucket a staged `out` is published to), then writes or checks the manifest in `out` and
+// merges the leaves' shards into its coverage MOC, exactly as `run` does after its last leaf.
+// `options` are the build's (the inputs are not read). UsageError: a leaf that is not committed,
+// a manifest that disagrees, a flat layout.
+void commit_leaves(const std::string& out, BuildOptions options, const std::vector<CommittedLeaf>& leaves,
+                   const io::Store& committed_in);
 
 }  // namespace tessera::ragged::build

@@ -7,7 +7,10 @@
 // `--no-obs` / `--no-var`. Usage errors exit 2.
 #include <signal.h>
 
+#include <fmt/core.h>
+
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <filesystem>
 #include <iostream>
@@ -25,6 +28,10 @@
 #include "tessera/cells/dataset_writer.hpp"
 #include "tessera/cells/report.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/byte_sink.hpp"
+#include "tessera/io/byte_source.hpp"
+#include "tessera/io/uri.hpp"
+#include "tessera/cells/gene_files.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -152,14 +159,38 @@ std::string joined(const std::vector<std::string>& items, std::size_t at_most = 
   throw cells::NonIntegerCount(std::string(e.what()) + advice, e.path(), e.structure());
 }
 
-void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
+// `--tiles FIRST:LAST` as a range; CLI::ValidationError for anything else.
+cells::DatasetWriteOptions::TileRange parse_tile_range(const std::string& text) {
+  const auto colon = text.find(':');
+  const auto number = [&](std::string_view part) {
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size())
+      throw CLI::ValidationError("--tiles", "'" + text + "': give FIRST:LAST, tile numbers from 0 (LAST excluded)");
+    return v;
+  };
+  if (colon == std::string::npos) number("");
+  return {number(std::string_view(text).substr(0, colon)), number(std::string_view(text).substr(colon + 1))};
+}
+
+// The gene order a distributed convert's plan step wrote (`--gene-order-from FILE`).
+std::vector<std::int32_t> read_gene_order(const std::string& file, std::uint64_t n_genes) {
+  const auto source = io::open_file(file, io::OpenMode::Pread);
+  return cells::decode_gene_order(*source, n_genes, file);
+}
+
+void convert(const ConvertArgs& given, const std::vector<std::string>& patterns) {
+  const bool task = !given.tiles.empty();
+  ConvertArgs a = given;
+  if (task) a.no_obs = a.no_var = true;  // a task encodes tiles only: obs and var are the commit's
   const auto say = [&](const std::string& line) {
     if (!a.quiet) std::cout << line << "\n" << std::flush;
   };
   // A bucket output is staged locally and published with its manifest last (docs/commit-protocols.md).
+  // A task writes into the local directory its driver gave it, shared with the other tasks.
   io::OutputTarget target(a.output, io::OutputTarget::Shape::Directory);
   const io::CommitPlan plan{.commit_keys = {"manifest.json"}, .overwrite = a.overwrite};
-  {
+  if (!task) {
     // §7.8: refused before anything is read (write_dataset checks again when it starts).
     target.check_writable(plan);
     std::error_code ec;
@@ -200,7 +231,10 @@ void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
 
   try {
     std::size_t summed = 0;
-    if (!a.no_sort_genes) {
+    if (!a.no_sort_genes && !a.gene_order_from.empty()) {
+      o.gene_order = read_gene_order(a.gene_order_from, n_genes);
+      summed = gene_order_files(paths.size(), a.sort_genes_max_files).size();  // as the plan step summed
+    } else if (!a.no_sort_genes) {
       const std::vector<std::size_t> used = gene_order_files(paths.size(), a.sort_genes_max_files);
       std::uint64_t used_cells = 0;
       for (std::size_t f : used) used_cells += in.cells[f];
@@ -236,6 +270,25 @@ void convert(const ConvertArgs& a, const std::vector<std::string>& patterns) {
           " cells, " + mb(t.bytes) + " MB");
     };
     o.interrupted = StopSignals::raised;
+    if (!a.gene_order_out.empty()) {  // the plan step of a distributed convert
+      if (!o.gene_order.empty()) {
+        const auto bytes = cells::encode_gene_order(o.gene_order);
+        io::write_file_atomic(a.gene_order_out, bytes);
+      }
+      std::cout << fmt::format(R"({{"n_cells": {}, "n_genes": {}, "tile_size": {}, "n_tiles": {}, "gene_order": {}}})",
+                               n_cells, n_genes, a.tile_size, n_tiles, o.gene_order.empty() ? "false" : "true")
+                << "\n";
+      return;
+    }
+    if (task) {
+      o.tile_range = parse_tile_range(a.tiles);
+      const cells::Manifest m = cells::write_dataset(*source, a.output, o);
+      std::uint64_t task_bytes = 0;
+      for (const auto b : m.tile_bytes) task_bytes += b;
+      std::cout << fmt::format(R"({{"tiles": {}, "bytes": {}}})", m.tile_cells.size(), task_bytes) << "\n";
+      return;
+    }
+    o.tiles_from = a.tiles_from;
     const cells::Manifest m = cells::write_dataset(*source, target.local_path(), o);
     publish_output(target, plan);
     say("done: " + std::to_string(n_tiles) + " tiles, " + mb(bytes) + " MB = " +
@@ -285,6 +338,22 @@ void register_cells_convert(CLI::App& cells, int& rc) {
   cmd->add_option("--10x-var-names", a->tenx_var_names, "gene names of 10x inputs")
       ->check(CLI::IsMember({"gene_ids", "gene_symbols"}));
   cmd->add_option("--10x-genome", a->tenx_genome, "genome of a multi-genome 10x v2 file");
+  // The steps of a distributed convert (docs/distributed.md), which tessera.cells.convert(...,
+  // client=) runs; each takes the same inputs and flags.
+  CLI::Option* plan_step = cmd->add_option(
+      "--gene-order-out", a->gene_order_out,
+      "distributed convert, plan: write the gene order to FILE (.npy) and print the size as JSON; write no dataset");
+  CLI::Option* order_from = cmd->add_option("--gene-order-from", a->gene_order_from,
+                                            "distributed convert: the gene order the plan step wrote")
+                                ->check(CLI::ExistingFile);
+  CLI::Option* task_step = cmd->add_option(
+      "--tiles", a->tiles, "distributed convert, task: encode tiles FIRST:LAST (LAST excluded) into OUTPUT/tiles only");
+  CLI::Option* commit_step = cmd->add_option("--tiles-from", a->tiles_from,
+                                             "distributed convert, commit: take the tiles the tasks wrote into "
+                                             "DIR/tiles and write the dataset around them")
+                                 ->check(CLI::ExistingDirectory);
+  plan_step->excludes(task_step)->excludes(commit_step)->excludes(order_from);
+  task_step->excludes(commit_step);
   cmd->callback([a, &rc, h5ad, tenx_h5, tenx_mtx] {
     if (h5ad->count() + tenx_h5->count() + tenx_mtx->count() == 0)
       throw CLI::RequiredError("one of --h5ad-glob, --10x-h5 or --10x-mtx");
@@ -293,6 +362,10 @@ void register_cells_convert(CLI::App& cells, int& rc) {
       throw CLI::ValidationError("--layer and --use-raw", "apply to --h5ad-glob inputs only");
     if (!a->tenx_genome.empty() && tenx_h5->count() == 0)
       throw CLI::ValidationError("--10x-genome", "applies to --10x-h5 inputs only");
+    if ((!a->tiles.empty() || !a->tiles_from.empty()) && !a->no_sort_genes && a->gene_order_from.empty())
+      throw CLI::ValidationError("--tiles and --tiles-from", "need --gene-order-from (or --no-sort-genes)");
+    if (!a->tiles.empty() && io::uri_kind(a->output) != io::UriKind::Local)
+      throw CLI::ValidationError("--tiles", "a task writes its tiles into a local directory");
     StopSignals signals;
     try {
       convert(*a, tenx_mtx->count() ? a->tenx_mtx : tenx_h5->count() ? a->tenx_h5 : a->h5ad);

@@ -37,6 +37,9 @@ struct ConvertArgs {
   int obs_level = 9;
   bool overwrite = false, quiet = false, use_raw = false;
   std::string layer, tenx_var_names = "gene_ids", tenx_genome;
+  // The steps of a distributed convert (docs/distributed.md): the plan (gene order and size),
+  // one task's tiles, and the commit over the tiles the tasks wrote.
+  std::string gene_order_out, gene_order_from, tiles, tiles_from;
 };
 
 // Every input of one conversion, scanned: the files in order, their cell counts, the gene names

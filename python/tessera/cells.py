@@ -466,7 +466,8 @@ _CONVERT_KINDS = {"h5ad": "--h5ad-glob", "10x-h5": "--10x-h5", "10x-mtx": "--10x
 
 def convert(inputs: Union[PathLike, Sequence[PathLike]], output: PathLike, *, kind: str = "h5ad",
             open_dataset: bool = True, quiet: Optional[bool] = None, var_names: Optional[str] = None,
-            genome: Optional[str] = None, **options: Any):
+            genome: Optional[str] = None, client: Any = None, partitions: Optional[int] = None,
+            tiles_dir: Optional[PathLike] = None, **options: Any):
     """Converts h5ad / Cell Ranger inputs into a deltacells dataset with `tessera cells convert`.
 
     `inputs` are glob patterns (natural-sorted, like Python's `glob(recursive=True)`); `kind` is
@@ -476,6 +477,11 @@ def convert(inputs: Union[PathLike, Sequence[PathLike]], output: PathLike, *, ki
     (a list), `max_categories`, `obs_tiles_per_file`, `obs_level`, `overwrite`, `layer`,
     `use_raw`; `var_names` ("gene_ids"/"gene_symbols") and `genome` for 10x inputs.
 
+    With `client` (a `dask.distributed.Client`) the tiles are encoded by Dask tasks (at most
+    `partitions` of them) into `tiles_dir` (a directory every worker can write; default: beside a
+    local output, in the staging directory for a bucket) and the dataset is committed once: the
+    same bytes as without a client (docs/distributed.md).
+
     Returns the opened Dataset, or with `open_dataset=False` the CLI's progress text. Errors
     are raised as the CLI's tessera.Error subclass (the output is then removed).
     """
@@ -484,19 +490,29 @@ def convert(inputs: Union[PathLike, Sequence[PathLike]], output: PathLike, *, ki
     patterns = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     if not patterns:
         raise UsageError("convert needs at least one input pattern")
-    args = ["cells", "convert", _CONVERT_KINDS[kind], *map(os.fspath, patterns), "--output", os.fspath(output)]
+    for key in ("gene_order_out", "gene_order_from", "tiles", "tiles_from"):
+        if key in options:
+            raise UsageError(f"convert() sets {key!r} itself (client= runs the distributed steps)")
+    inputs_args = [_CONVERT_KINDS[kind], *map(os.fspath, patterns)]
+    flags: list[str] = []
     exclude = options.pop("obs_exclude", None)
     if exclude:
-        args += ["--obs-exclude", exclude if isinstance(exclude, str) else ",".join(exclude)]
+        flags += ["--obs-exclude", exclude if isinstance(exclude, str) else ",".join(exclude)]
     if var_names is not None:
-        args += ["--10x-var-names", var_names]
+        flags += ["--10x-var-names", var_names]
     if genome is not None:
-        args += ["--10x-genome", genome]
-    if quiet if quiet is not None else open_dataset:
-        args.append("--quiet")
-    args += _cli.option_args(options)
-    proc = _cli.run(args)
-    return open(output) if open_dataset else proc.stdout
+        flags += ["--10x-genome", genome]
+    flags += _cli.option_args(options)
+    quiet_flag = ["--quiet"] if (quiet if quiet is not None else open_dataset) else []
+    if client is not None:
+        from . import _cells_distributed
+
+        text = _cells_distributed.convert(client, inputs_args, os.fspath(output), flags, quiet_flag, partitions,
+                                          tiles_dir)
+    else:
+        text = _cli.run(["cells", "convert", *inputs_args, "--output", os.fspath(output), *flags,
+                         *quiet_flag]).stdout
+    return open(output) if open_dataset else text
 
 
 def write_h5ad(dataset: Union["Dataset", PathLike], out: PathLike, *, cells: Any = None, genes: Any = None,

@@ -154,6 +154,9 @@ def convert(
     quiet: Optional[bool] = ...,
     var_names: Optional[Literal["gene_ids", "gene_symbols"]] = ...,
     genome: Optional[str] = ...,
+    client: Any = ...,
+    partitions: Optional[int] = ...,
+    tiles_dir: Optional[PathLike] = ...,
     **options: Any,
 ) -> Any: ...
 

@@ -19,7 +19,10 @@
 
 #include "rules.hpp"
 #include "tessera/cells/gene_files.hpp"
+#include "tessera/cells/tile.hpp"
 #include "tessera/cells/tile_encoder.hpp"
+#include "tessera/core/checked.hpp"
+#include "tessera/io/byte_source.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/test_hooks.hpp"
 #include "tessera/io/byte_sink.hpp"
@@ -32,7 +35,7 @@ namespace tessera::cells {
 namespace {
 
 std::string tile_key(std::uint64_t t) {
-  char buf[32];
+  char buf[48];
   std::snprintf(buf, sizeof buf, "tiles/tile_%06llu.dct", static_cast<unsigned long long>(t));
   return buf;
 }
@@ -145,39 +148,16 @@ void check_options(const CsrBlockSource& source, const DatasetWriteOptions& o) {
   }
 }
 
-}  // namespace
-
-Manifest write_dataset(CsrBlockSource& source, const std::string& output, const DatasetWriteOptions& o) {
-  check_options(source, o);
-  // Closing objects are encoded first so that bad names or orders fail before any tile work.
-  const std::vector<std::byte> gene_order_bytes =
-      o.gene_order.empty() ? std::vector<std::byte>{} : encode_gene_order(o.gene_order);
-  const std::string var_names_text = o.var_names.empty() ? std::string() : encode_var_names(o.var_names);
-  std::vector<std::uint32_t> stored_of_source;
-  if (!o.gene_order.empty()) {
-    stored_of_source.resize(o.gene_order.size());
-    for (std::size_t j = 0; j < o.gene_order.size(); ++j)
-      stored_of_source[static_cast<std::size_t>(o.gene_order[j])] = static_cast<std::uint32_t>(j);
-  }
-
+// Encodes tiles [first, last) of `source` into `<root>/tiles/` and appends their entries to `m`,
+// in tile order, through the read → encode → commit pipeline.
+void encode_tiles(CsrBlockSource& source, const fs::path& root, const DatasetWriteOptions& o, Manifest& m,
+                  const std::vector<std::uint32_t>& stored_of_source, std::uint64_t first_tile,
+                  std::uint64_t last_tile) {
   const std::uint64_t n_cells = source.n_cells();
   const std::uint64_t n_tiles = (n_cells + o.tile_size - 1) / o.tile_size;
-  Manifest m;
-  m.version = o.version;
-  m.n_cells = n_cells;
-  m.n_genes = source.n_genes();
-  m.tile_size = o.tile_size;
-  m.n_chunks = o.n_chunks;
-  m.zstd_level = o.level;
-  m.has_gene_order = !o.gene_order.empty();
-  m.has_var_names = !o.var_names.empty();
-  m.metadata = o.metadata;
-  (void)m.serialize();  // refuses non-finite metadata before any work
-
-  OutputDir out(output, o.overwrite);
   const unsigned workers = o.workers ? o.workers : std::max(1u, std::thread::hardware_concurrency());
   const std::size_t in_flight = o.max_in_flight ? o.max_in_flight : 4 * std::size_t{workers};
-  std::uint64_t next = 0;
+  std::uint64_t next = first_tile;
   // The jobs in flight are owned here, and the pipeline passes plain pointers: when a filter
   // throws (an interrupt, a bad row), oneTBB drops the items it holds without destroying them,
   // so an owning item (a shared_ptr) would leak; these are freed with `jobs` either way.
@@ -188,7 +168,7 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
     tbb::parallel_pipeline(
         in_flight,
         tbb::make_filter<void, Job*>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> Job* {
-          if (next >= n_tiles) {
+          if (next >= last_tile) {
             fc.stop();
             return nullptr;
           }
@@ -222,7 +202,7 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
           const auto bytes = encode_tile(
               {tile.indptr, tile.indices, tile.values, m.n_genes},
               {.version = o.version, .level = o.level, .n_chunks = o.n_chunks, .threads = o.threads, .name = key});
-          io::write_file_atomic((out.root() / key).string(), bytes);
+          io::write_file_atomic((root / key).string(), bytes);
           test_hooks::point("cells.tile_written");
           job->written = {job->index, n_tiles, tile.indptr.size() - 1, static_cast<std::uint64_t>(tile.indptr.back()),
                           bytes.size()};
@@ -236,6 +216,83 @@ Manifest write_dataset(CsrBlockSource& source, const std::string& output, const 
           jobs.erase(job->index);
         }));
   });
+}
+
+// Takes the tiles a distributed convert's tasks wrote into `<from>/tiles/` as this dataset's
+// tiles, each checked first (see DatasetWriteOptions::tiles_from).
+void adopt_tiles(const std::string& from, const fs::path& root, const DatasetWriteOptions& o, Manifest& m,
+                 std::uint64_t n_tiles) {
+  for (std::uint64_t t = 0; t < n_tiles; ++t) {
+    const std::string key = tile_key(t);
+    const fs::path staged = fs::path(from) / key;
+    const auto source = io::open_file(staged.string(), io::OpenMode::Pread);
+    std::vector<std::byte> bytes(checked_size(source->size(), "tile"));
+    source->read_at(0, bytes);
+    const Tile tile = Tile::parse(std::move(bytes), staged.string());
+    const std::uint64_t cells = std::min(o.tile_size, m.n_cells - t * o.tile_size);
+    if (tile.version() != m.version || tile.n_genes() != m.n_genes || tile.n_cells() != cells)
+      throw FormatError(staged.string() + ": a tile of version " + std::to_string(tile.version()) + ", " +
+                            std::to_string(tile.n_genes()) + " genes and " + std::to_string(tile.n_cells()) +
+                            " cells, where this dataset's tile has version " + std::to_string(m.version) + ", " +
+                            std::to_string(m.n_genes) + " genes and " + std::to_string(cells) +
+                            " cells (was it encoded with other options?)",
+                        staged.string(), "tile");
+    std::error_code ec;
+    fs::create_hard_link(staged, root / key, ec);
+    if (ec) {
+      fs::copy_file(staged, root / key, fs::copy_options::overwrite_existing, ec);
+      if (ec) throw IoError("cannot copy " + staged.string() + ": " + ec.message(), (root / key).string());
+    }
+    const TileWritten written{t, n_tiles, tile.n_cells(), tile.nnz(), tile.size()};
+    m.tile_cells.push_back(written.n_cells);
+    m.tile_nnz.push_back(written.nnz);
+    m.tile_bytes.push_back(written.bytes);
+    if (o.on_tile) o.on_tile(written);
+  }
+}
+
+}  // namespace
+
+Manifest write_dataset(CsrBlockSource& source, const std::string& output, const DatasetWriteOptions& o) {
+  check_options(source, o);
+  // Closing objects are encoded first so that bad names or orders fail before any tile work.
+  const std::vector<std::byte> gene_order_bytes =
+      o.gene_order.empty() ? std::vector<std::byte>{} : encode_gene_order(o.gene_order);
+  const std::string var_names_text = o.var_names.empty() ? std::string() : encode_var_names(o.var_names);
+  std::vector<std::uint32_t> stored_of_source;
+  if (!o.gene_order.empty()) {
+    stored_of_source.resize(o.gene_order.size());
+    for (std::size_t j = 0; j < o.gene_order.size(); ++j)
+      stored_of_source[static_cast<std::size_t>(o.gene_order[j])] = static_cast<std::uint32_t>(j);
+  }
+
+  const std::uint64_t n_cells = source.n_cells();
+  const std::uint64_t n_tiles = (n_cells + o.tile_size - 1) / o.tile_size;
+  Manifest m;
+  m.version = o.version;
+  m.n_cells = n_cells;
+  m.n_genes = source.n_genes();
+  m.tile_size = o.tile_size;
+  m.n_chunks = o.n_chunks;
+  m.zstd_level = o.level;
+  m.has_gene_order = !o.gene_order.empty();
+  m.has_var_names = !o.var_names.empty();
+  m.metadata = o.metadata;
+  (void)m.serialize();  // refuses non-finite metadata before any work
+
+  if (o.tile_range) {
+    if (o.tile_range->first >= o.tile_range->last || o.tile_range->last > n_tiles)
+      throw UsageError("tile range " + std::to_string(o.tile_range->first) + ":" + std::to_string(o.tile_range->last) +
+                       " is not within the dataset's " + std::to_string(n_tiles) + " tiles");
+    std::error_code ec;
+    fs::create_directories(fs::path(output) / "tiles", ec);
+    if (ec) throw IoError("cannot create directory: " + ec.message(), (fs::path(output) / "tiles").string());
+    encode_tiles(source, output, o, m, stored_of_source, o.tile_range->first, o.tile_range->last);
+    return m;
+  }
+  OutputDir out(output, o.overwrite);
+  if (o.tiles_from.empty()) encode_tiles(source, out.root(), o, m, stored_of_source, 0, n_tiles);
+  else adopt_tiles(o.tiles_from, out.root(), o, m, n_tiles);
   test_hooks::point("cells.tiles_done");
 
   m.validate();

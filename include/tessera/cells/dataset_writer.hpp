@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,21 @@ struct DatasetWriteOptions {
   // Polled before each tile is read; when it returns true the write stops with an Interrupted
   // error and everything it created is removed (§7.8: SIGINT, SIGTERM).
   std::function<bool()> interrupted{};
+
+  // A distributed convert (docs/distributed.md) splits the write in two:
+  //  - a task sets `tile_range` [first, last): only those tiles are encoded, into
+  //    `<output>/tiles/` (created when missing, shared with the other tasks), and nothing else is
+  //    written: no output policy, no closing objects. The manifest returned lists those tiles;
+  //  - the last step sets `tiles_from` (a directory the tasks wrote into): no tile is encoded;
+  //    each is taken from `<tiles_from>/tiles/` (linked, or copied across file systems) after
+  //    parsing it (§2 rules, CRC included) and checking its version, gene count and cell count
+  //    against this dataset's, and the rest of the dataset is written as always. `tiles_from`
+  //    itself is left as it was.
+  struct TileRange {
+    std::uint64_t first = 0, last = 0;
+  };
+  std::optional<TileRange> tile_range{};
+  std::string tiles_from{};
 };
 
 // Thrown when `interrupted` asks a long operation to stop.

@@ -624,3 +624,28 @@ def s3_env(endpoint: str, **extra) -> dict:
                TESSERA_HTTP_RETRIES="2")
     env.update(extra)
     return {k: v for k, v in env.items() if v is not None}
+
+
+def serve_bucket(scratch: pathlib.Path, bucket: str, page_size: int = 50):
+    """A pytest fixture body: a BucketServer in `scratch` with `bucket` created, closed afterwards
+    (the test fails, not skips, when the emulator is not installed)."""
+    import pytest
+
+    try:
+        server = BucketServer(scratch, page_size=page_size)
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    boto3_client(server.url).create_bucket(Bucket=bucket)
+    yield server
+    server.close()
+
+
+def bucket_objects(server, bucket: str, prefix: str) -> dict:
+    """{key relative to prefix: bytes} of every object below s3://bucket/prefix (boto3 listing)."""
+    client = boto3_client(server.url)
+    out = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/"):
+        for o in page.get("Contents", []):
+            out[o["Key"][len(prefix) + 1:]] = client.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
+    return out
+

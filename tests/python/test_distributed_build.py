@@ -17,7 +17,7 @@ import pytest
 import tessera
 from tessera import ragged
 
-from bucket_server import BucketServer, boto3_client, s3_env
+from bucket_server import bucket_objects, s3_env, serve_bucket
 
 distributed = pytest.importorskip("distributed")
 
@@ -28,13 +28,7 @@ OPTIONS = dict(cell_order=9, shard_order=3, stats=True, delta=200, threads=1)
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    try:
-        server = BucketServer(tmp_path_factory.mktemp("s3d"), page_size=50)
-    except RuntimeError as e:
-        pytest.fail(str(e))
-    boto3_client(server.url).create_bucket(Bucket=BUCKET)
-    yield server
-    server.close()
+    yield from serve_bucket(tmp_path_factory.mktemp("s3d"), BUCKET)
 
 
 @pytest.fixture(scope="module")
@@ -84,12 +78,7 @@ def tree(root: pathlib.Path):
 
 
 def bucket(s3, prefix):
-    c = boto3_client(s3.url)
-    out = {}
-    for page in c.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix + "/"):
-        for o in page.get("Contents", []):
-            out[o["Key"][len(prefix) + 1:]] = c.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
-    return out
+    return bucket_objects(s3, BUCKET, prefix)
 
 
 def comparable(report):

@@ -19,7 +19,7 @@ import pytest
 
 import tessera
 
-from bucket_server import BucketServer, boto3_client, s3_env
+from bucket_server import boto3_client, bucket_objects, s3_env, serve_bucket
 
 BUCKET = "tessera-out"
 PART = 5 << 20
@@ -27,13 +27,7 @@ PART = 5 << 20
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    try:
-        server = BucketServer(tmp_path_factory.mktemp("s3w"), page_size=50)
-    except RuntimeError as e:
-        pytest.fail(str(e))
-    boto3_client(server.url).create_bucket(Bucket=BUCKET)
-    yield server
-    server.close()
+    yield from serve_bucket(tmp_path_factory.mktemp("s3w"), BUCKET)
 
 
 @pytest.fixture
@@ -56,12 +50,7 @@ def run(args, env, check=True, timeout=300):
 
 def objects(s3, prefix):
     """{key relative to prefix: bytes} of every object below s3://BUCKET/prefix (boto3 listing)."""
-    client = boto3_client(s3.url)
-    out = {}
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix + "/"):
-        for o in page.get("Contents", []):
-            out[o["Key"][len(prefix) + 1:]] = client.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
-    return out
+    return bucket_objects(s3, BUCKET, prefix)
 
 
 def local_objects(root: pathlib.Path):

@@ -20,6 +20,7 @@ from tessera import ragged
 from bucket_server import bucket_objects, s3_env, serve_bucket
 
 distributed = pytest.importorskip("distributed")
+dask = pytest.importorskip("dask")
 
 BUCKET = "tessera-dist"
 # Shard order 3 over a quarter of the sphere: a few dozen leaves, several per task.
@@ -40,8 +41,11 @@ def client(s3, tmp_path_factory):
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
-                                      host="127.0.0.1") as cluster, distributed.Client(cluster) as c:
+        # A killed worker's replacement must register before the cluster gives up on it; under a
+        # loaded machine a fresh worker process can take longer than the default 15 s to start.
+        with dask.config.set({"distributed.deploy.lost-worker-timeout": "600s"}), \
+                distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
+                                         host="127.0.0.1") as cluster, distributed.Client(cluster) as c:
             yield c
     finally:
         for k, v in saved.items():
@@ -229,7 +233,7 @@ def test_a_worker_killed_mid_task_still_gives_the_complete_identical_store(clien
     else:  # the killed attempt's spill and staging leaf were removed by the retry and the commit
         assert not [p.name for p in pathlib.Path(out).rglob(".tessera-build-*")]
         assert not list(pathlib.Path(out).rglob("*.zarr.tmp-*"))
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=300)
 
 
 def test_a_failing_task_raises_its_error(client, points, tmp_path):
@@ -326,7 +330,7 @@ def test_a_worker_killed_mid_convert_still_gives_the_identical_dataset(client, h
         client.run(lambda: [os.environ.pop(k, None) for k in ("TESSERA_TEST_PAUSE_AT", "TESSERA_TEST_PAUSE_DIR")])
     assert not convert.is_alive() and "ds" in result
     assert tree(tmp_path / "dist") == tree(tmp_path / "serial")
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=300)
 
 
 def cells_children(worker_pids):

@@ -166,6 +166,14 @@ class PyTetFile {
     return out;
   }
 
+  // The footer's tessera extension as its JSON text (typed attributes, applied CF encoding,
+  // chunk checksums), or None for a file without one; the Python package decodes it.
+  py::object extension_json() const {
+    const auto& footer = file_->layout().footer;
+    if (!footer || !footer->extension) return py::none();
+    return py::str(tet::serialize_footer_extension(*footer->extension));
+  }
+
   // Resolves a query-document `selection` (JSON text, labels allowed) to (start, stop, step) triples.
   std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> resolve(
       const std::string& name, const std::string& selection_json) const {
@@ -338,6 +346,7 @@ void bind_tet(py::module_& m) {
       .def("datasets", &PyTetFile::datasets)
       .def("history", &PyTetFile::history)
       .def("file_metadata", &PyTetFile::file_metadata)
+      .def("extension_json", &PyTetFile::extension_json)
       .def("resolve", &PyTetFile::resolve, py::arg("name"), py::arg("selection_json"))
       .def("read", &PyTetFile::read, py::arg("name"), py::arg("ranges"), py::arg("threads") = 0,
            py::arg("allow_view") = true)

@@ -12,12 +12,16 @@ using it agrees on them. CF decoding is xarray's own (`decode_cf_variables` thro
 `StoreBackendEntrypoint`), so `decode_times`, `use_cftime`, `decode_coords`, `decode_timedelta`
 and `mask_and_scale` mean what they mean for NetCDF.
 
-The footer stores attributes as text. The ones xarray's mask-and-scale decoder would apply
-(`_FillValue`, `missing_value`, `scale_factor`, `add_offset`) describe the *source* file's
-encoding, which `tessera tet convert` has already applied to packed and float variables; handed to
-xarray as text they would be applied again, or fail. They are therefore kept out of `attrs` and
-out of the decoder, and are listed, as stored, in each variable's `encoding["tet_source_attrs"]`.
-No attribute's text is turned into a number: that needs typed attributes in the footer.
+Attributes come typed from the footer's tessera extension (docs/tet-footer-extension.md), with
+the file's global attributes. It also records which CF encoding attributes (`_FillValue`,
+`missing_value`, `scale_factor`, `add_offset`) `tessera tet convert` already applied to the stored
+values: with `mask_and_scale=True` those go to the variable's `encoding` (with the source dtype), as
+xarray's decoder would have put them, and the others (an integer `_FillValue`, a float fill kept by
+`--keep-fill`) are left in `attrs` for that decoder to apply; with `mask_and_scale=False` the
+stored values are given back in the source's encoding (packed integers, fill values), with every
+attribute. A file without the extension (written by the reference) has text attributes only: the
+CF encoding ones are then held out of `attrs` and the decoder, and listed, as stored, in each
+variable's `encoding["tet_source_attrs"]`.
 
 No lock: a `.tet` reader is immutable and safe to share between threads (docs/tet-reader.md).
 """
@@ -33,7 +37,7 @@ from xarray.backends.common import AbstractDataStore
 from xarray.backends.store import StoreBackendEntrypoint
 from xarray.core import indexing
 
-from . import _uri, tet
+from . import _tet_extension, _uri, tet
 from ._tessera import UnsupportedError, UsageError
 
 __all__ = ["TesseraBackendEntrypoint", "TetBackendArray", "TetDataStore"]
@@ -67,6 +71,38 @@ class TetBackendArray(BackendArray):
         return _reopened_array, (absolute(self.dataset.file.path), self.dataset.name)
 
 
+class SourceEncodedArray(BackendArray):
+    """A dataset's values in the source's encoding (`mask_and_scale=False`): the applied packing
+    undone (rounded to the source's integers) and NaN turned back into the fill value."""
+
+    def __init__(self, array: TetBackendArray, encoding: _tet_extension.DatasetEncoding):
+        self.array = array
+        self.shape = array.shape
+        applied = encoding.applied_attrs()
+        self.scale = applied.get("scale_factor")
+        self.offset = applied.get("add_offset")
+        fill = applied.get("_FillValue", applied.get("missing_value"))
+        self.fill = None if fill is None else np.ravel(fill)[0]
+        packed = self.scale is not None or self.offset is not None
+        self.dtype = encoding.source_dtype if packed and encoding.source_dtype is not None else array.dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.BASIC, self._read)
+
+    def _read(self, key: tuple) -> np.ndarray:
+        values = np.array(self.array._read(key), dtype=np.float64)
+        missing = np.isnan(values)
+        if self.offset is not None:
+            values -= np.float64(self.offset)
+        if self.scale is not None:
+            values /= np.float64(self.scale)
+        if self.dtype.kind in "iub":
+            values = np.round(values)
+        if self.fill is not None:
+            values[missing] = self.fill
+        return values.astype(self.dtype)
+
+
 def _reopened_array(path: str, name: str) -> TetBackendArray:
     return TetBackendArray(tet._cached_file(path)[name])
 
@@ -98,8 +134,9 @@ def dimension_names(file: tet.File) -> dict:
 class TetDataStore(AbstractDataStore):
     """The datasets of an open `.tet` file as xarray's raw (not yet CF-decoded) variables."""
 
-    def __init__(self, file: tet.File, *, close_file: bool, drop_variables=None):
+    def __init__(self, file: tet.File, *, close_file: bool, drop_variables=None, mask_and_scale: bool = True):
         self.file = file
+        self.mask_and_scale = mask_and_scale
         self.source = absolute(file.path)
         self._close_file = close_file
         drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
@@ -118,7 +155,7 @@ class TetDataStore(AbstractDataStore):
         return {dim: n for dim, (n, _) in sizes.items()}
 
     def get_attrs(self) -> dict:
-        return {}  # a `.tet` footer has no global attributes (file metadata describes the writer)
+        return self.file.attrs  # the source's, from the footer extension (file metadata describes the writer)
 
     def get_variables(self) -> dict:
         sizes = self.get_dimensions()
@@ -129,7 +166,6 @@ class TetDataStore(AbstractDataStore):
         return variables
 
     def _variable(self, ds: tet.Dataset, dims: tuple) -> Variable:
-        attrs = {k: v for k, v in ds.attrs.items() if k not in SOURCE_ENCODING_ATTRS}
         encoding = {
             "dtype": ds.dtype,
             "original_shape": ds.shape,
@@ -137,10 +173,26 @@ class TetDataStore(AbstractDataStore):
             "preferred_chunks": dict(zip(dims, ds.chunks)),
             "source": self.source,
         }
-        held_back = {k: v for k, v in ds.attrs.items() if k in SOURCE_ENCODING_ATTRS}
-        if held_back:
-            encoding["tet_source_attrs"] = held_back
-        return Variable(dims, indexing.LazilyIndexedArray(TetBackendArray(ds)), attrs, encoding)
+        data = TetBackendArray(ds)
+        source = ds.encoding
+        if source is None:  # text attributes only: see the module docstring
+            attrs = {k: v for k, v in ds.attrs.items() if k not in SOURCE_ENCODING_ATTRS}
+            held_back = {k: v for k, v in ds.attrs.items() if k in SOURCE_ENCODING_ATTRS}
+            if held_back:
+                encoding["tet_source_attrs"] = held_back
+            return Variable(dims, indexing.LazilyIndexedArray(data), attrs, encoding)
+        attrs = dict(source.attrs)
+        applied = source.applied_attrs()
+        if applied and not self.mask_and_scale:
+            data = SourceEncodedArray(data, source)
+            encoding["dtype"] = data.dtype
+        elif applied:
+            for name in applied:
+                attrs.pop(name)
+            encoding.update(applied)
+            if source.source_dtype is not None:
+                encoding["dtype"] = source.source_dtype
+        return Variable(dims, indexing.LazilyIndexedArray(data), attrs, encoding)
 
     def _label_coordinates(self, sizes: dict) -> dict:
         """Footer labels for dimensions that have no dataset of their own: those whose every
@@ -193,7 +245,8 @@ class TesseraBackendEntrypoint(BackendEntrypoint):
                 raise UsageError(f"the tessera engine opens paths and URIs, not {type(filename_or_obj).__name__} "
                                  "objects")
             file, close_file = tet.open(path), True
-        store = TetDataStore(file, close_file=close_file, drop_variables=drop_variables)
+        store = TetDataStore(file, close_file=close_file, drop_variables=drop_variables,
+                             mask_and_scale=mask_and_scale)
         # xarray's own path for a data store: CF decoding, coordinates, close.
         return StoreBackendEntrypoint().open_dataset(
             store, mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _tessera, _uri
+from . import _tessera, _tet_extension, _uri
 from ._tessera import UsageError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -37,6 +37,7 @@ class File:
     def __init__(self, path: PathLike):
         self._path = os.fspath(path)
         self._file = _tessera.TetFile(self._path)
+        self._extension = _tet_extension.decode(self._file.extension_json())
         self._datasets = {info["name"]: Dataset(self, info) for info in self._file.datasets()}
 
     @property
@@ -77,6 +78,17 @@ class File:
     def history(self) -> list:
         """History footer rows: dicts with op, source, at, parents, params."""
         return self._file.history()
+
+    @property
+    def attrs(self) -> dict:
+        """The source's global attributes with their types (from the footer's tessera extension;
+        empty for a file without one)."""
+        return dict(self._extension.attrs) if self._extension else {}
+
+    @property
+    def chunk_checksums(self) -> Optional[tuple]:
+        """CRC-32C of each chunk's stored bytes in chunk index order, or None when not recorded."""
+        return self._extension.chunk_crc32c or None if self._extension else None
 
     @property
     def file_metadata(self) -> dict:
@@ -127,6 +139,20 @@ class Dataset:
         self.dim_names: Optional[list] = info["dim_names"]
         # Footer coords are keyed by dimension name when dim_names exists, else by axis number.
         self.coords: dict = {k: list(v) for k, v in info["coords"].items()}
+
+    @property
+    def typed_attrs(self) -> dict:
+        """Every attribute of the source with its type (numbers as numpy scalars or arrays), from
+        the footer's tessera extension; `attrs` (the footer's text) when the file has none."""
+        encoding = self.encoding
+        return dict(encoding.attrs) if encoding else dict(self.attrs)
+
+    @property
+    def encoding(self) -> Optional["_tet_extension.DatasetEncoding"]:
+        """The source element type and the CF attributes convert already applied to the stored
+        values, or None when the footer records none (docs/tet-footer-extension.md)."""
+        ext = self._file._extension
+        return ext.datasets.get(self.name) if ext else None
 
     @property
     def ndim(self) -> int:

@@ -141,10 +141,12 @@ class Hdf5Source final : public ArraySource {
     if (!root.valid()) fail(path_, "", "cannot open the root group");
     std::set<haddr_t> visited;
     walk(root.get(), "", visited);
+    global_attrs_ = h5::typed_attributes(root.get());
   }
 
   const std::string& path() const override { return path_; }
   const std::vector<SourceArray>& arrays() const override { return arrays_; }
+  tet::TypedAttributes global_attributes() const override { return global_attrs_; }
 
   void read(std::size_t index, std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
             std::span<std::byte> out) const override {
@@ -224,6 +226,7 @@ class Hdf5Source final : public ArraySource {
     const hid_t ds = dataset.get();
     array.metadata.attrs =
         detail::collect_attrs(attribute_names(ds), [&](const std::string& n) { return attribute_text(ds, n); });
+    array.extension.attrs = h5::typed_attributes(ds);
     if (array.stored != DType::Bool) {
       const auto scale = attribute_number(ds, "scale_factor");
       const auto offset = attribute_number(ds, "add_offset");
@@ -292,6 +295,7 @@ class Hdf5Source final : public ArraySource {
 
   std::string path_;
   Hid file_;  // declared first: closed after every dataset below
+  tet::TypedAttributes global_attrs_;
   std::vector<SourceArray> arrays_;
   std::vector<OpenDataset> open_;
 };

@@ -1,6 +1,7 @@
 // Shared pieces of the HDF5 room (see hdf5_handle.hpp).
 #include "hdf5_handle.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "tessera/core/checked.hpp"
@@ -143,27 +144,101 @@ std::optional<Attribute> open_attribute(hid_t object, const std::string& name) {
   return a;
 }
 
-// The first element of a string attribute (variable- or fixed-length).
-std::optional<std::string> string_value(const Attribute& a) {
+// Every element of a string attribute (variable- or fixed-length).
+static std::optional<std::vector<std::string>> string_values(const Attribute& a) {
   const auto points = static_cast<std::size_t>(a.points);
+  std::vector<std::string> out;
   if (H5Tis_variable_str(a.type.get()) > 0) {
     Hid memory(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(memory.get(), H5T_VARIABLE);
     H5Tset_cset(memory.get(), H5Tget_cset(a.type.get()));
     std::vector<char*> strings(points, nullptr);
     if (H5Aread(a.attr.get(), memory.get(), strings.data()) < 0) return std::nullopt;
-    std::string first = strings[0] != nullptr ? std::string(strings[0]) : std::string();
+    for (const char* s : strings) out.emplace_back(s != nullptr ? s : "");
     H5Dvlen_reclaim(memory.get(), a.space.get(), H5P_DEFAULT, strings.data());
-    return first;
+    return out;
   }
   const std::size_t size = H5Tget_size(a.type.get());
   if (size == 0) return std::nullopt;
   std::vector<char> buffer(checked_size(checked_mul(size, points, "attribute size")));
   if (H5Aread(a.attr.get(), a.type.get(), buffer.data()) < 0) return std::nullopt;
-  std::string first(buffer.data(), strnlen(buffer.data(), size));
-  if (H5Tget_strpad(a.type.get()) == H5T_STR_SPACEPAD)
-    while (!first.empty() && first.back() == ' ') first.pop_back();
-  return first;
+  for (std::size_t i = 0; i < points; ++i) {
+    const char* at = buffer.data() + i * size;
+    std::string one(at, strnlen(at, size));
+    if (H5Tget_strpad(a.type.get()) == H5T_STR_SPACEPAD)
+      while (!one.empty() && one.back() == ' ') one.pop_back();
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+std::optional<std::string> string_value(const Attribute& a) {
+  auto all = string_values(a);
+  if (!all || all->empty()) return std::nullopt;
+  return std::move(all->front());
+}
+
+std::optional<tet::AttributeValue> typed_attribute(hid_t object, const std::string& name) {
+  auto a = open_attribute(object, name);
+  if (!a) return std::nullopt;
+  const hid_t type = a->type.get();
+  const bool scalar = H5Sget_simple_extent_type(a->space.get()) == H5S_SCALAR;
+  const auto n = static_cast<std::size_t>(a->points);
+  std::optional<tet::AttributeValue> out;
+  switch (H5Tget_class(type)) {
+    case H5T_STRING:
+      if (auto text = string_values(*a)) {
+        out = tet::AttributeValue::string({});
+        out->text = std::move(*text);
+        out->scalar = scalar;
+      }
+      break;
+    case H5T_INTEGER: {
+      const std::string bits = std::to_string(8 * H5Tget_size(type));
+      if (H5Tget_sign(type) == H5T_SGN_2) {
+        std::vector<std::int64_t> v(n);
+        if (H5Aread(a->attr.get(), H5T_NATIVE_INT64, v.data()) >= 0)
+          out = tet::AttributeValue::signed_integer("int" + bits, std::move(v), scalar);
+      } else {
+        std::vector<std::uint64_t> v(n);
+        if (H5Aread(a->attr.get(), H5T_NATIVE_UINT64, v.data()) >= 0)
+          out = tet::AttributeValue::unsigned_integer("uint" + bits, std::move(v), scalar);
+      }
+      break;
+    }
+    case H5T_FLOAT: {
+      std::vector<double> v(n);
+      if (H5Aread(a->attr.get(), H5T_NATIVE_DOUBLE, v.data()) >= 0)
+        out = tet::AttributeValue::real(H5Tget_size(type) <= 4 ? "float32" : "float64", std::move(v), scalar);
+      break;
+    }
+    case H5T_ENUM:
+      if (is_h5py_bool(type)) {
+        Hid memory(H5Tget_native_type(type, H5T_DIR_ASCEND), H5Tclose);
+        std::vector<signed char> v(n);
+        if (memory.valid() && H5Aread(a->attr.get(), memory.get(), v.data()) >= 0)
+          out = tet::AttributeValue::signed_integer("bool", std::vector<std::int64_t>(v.begin(), v.end()), scalar);
+      }
+      break;
+    default: break;
+  }
+  H5Eclear2(H5E_DEFAULT);
+  return out;
+}
+
+tet::TypedAttributes typed_attributes(hid_t object) {
+  // The bookkeeping netCDF-4 and HDF5 dimension scales keep in attributes (xarray hides it too).
+  static const std::vector<std::string> kHidden = {"DIMENSION_LIST",      "REFERENCE_LIST", "_Netcdf4Dimid",
+                                                   "_Netcdf4Coordinates", "_NCProperties",  "_nc3_strict"};
+  const auto dimension_scale = open_attribute(object, "CLASS");
+  const bool is_scale = dimension_scale && string_value(*dimension_scale) == "DIMENSION_SCALE";
+  tet::TypedAttributes out;
+  for (const std::string& name : attribute_names(object)) {
+    if (std::find(kHidden.begin(), kHidden.end(), name) != kHidden.end()) continue;
+    if (is_scale && (name == "CLASS" || name == "NAME")) continue;
+    if (auto value = typed_attribute(object, name)) out.emplace_back(name, std::move(*value));
+  }
+  return out;
 }
 
 }  // namespace tessera::interop::h5

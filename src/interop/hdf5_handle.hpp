@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tessera/core/dtype.hpp"
+#include "tessera/tet/footer_extension.hpp"
 
 namespace tessera::interop::h5 {
 
@@ -77,5 +78,11 @@ struct Attribute {
 std::optional<Attribute> open_attribute(hid_t object, const std::string& name);
 // The first element of a string attribute (variable- or fixed-length).
 std::optional<std::string> string_value(const Attribute& a);
+// An attribute with its type (strings, integers, floats, h5py bools, scalar or array), or
+// nullopt for other classes (references, compounds, vlen sequences).
+std::optional<tet::AttributeValue> typed_attribute(hid_t object, const std::string& name);
+// Every attribute of `object` that typed_attribute reads, in name order, without the
+// dimension-scale bookkeeping (DIMENSION_LIST, REFERENCE_LIST, _Netcdf4*, a scale's CLASS/NAME).
+tet::TypedAttributes typed_attributes(hid_t object);
 
 }  // namespace tessera::interop::h5

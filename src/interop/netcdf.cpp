@@ -58,6 +58,7 @@ class NetCdfSource final : public ArraySource {
     open_ = true;
     try {
       walk(ncid_, "");
+      global_attrs_ = typed_attributes(ncid_, NC_GLOBAL);
     } catch (...) {
       nc_close(ncid_);  // the destructor does not run when construction fails
       open_ = false;
@@ -72,6 +73,7 @@ class NetCdfSource final : public ArraySource {
 
   const std::string& path() const override { return path_; }
   const std::vector<SourceArray>& arrays() const override { return arrays_; }
+  tet::TypedAttributes global_attributes() const override { return global_attrs_; }
 
   void read(std::size_t index, std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
             std::span<std::byte> out) const override {
@@ -151,6 +153,7 @@ class NetCdfSource final : public ArraySource {
 
     array.metadata.attrs = detail::collect_attrs(attribute_names(group, id),
                                                  [&](const std::string& n) { return attribute_text(group, id, n); });
+    array.extension.attrs = typed_attributes(group, id);
     array.metadata.dim_names = detail::limited_dim_names(std::move(dim_names));
     array.cf = cf_packing(group, id, *stored);
     array.missing = detail::missing_values_of(array, attribute_numbers(group, id, "_FillValue"),
@@ -262,7 +265,69 @@ class NetCdfSource final : public ArraySource {
     return cf;
   }
 
+  // Every attribute of variable `id` (NC_GLOBAL: the group's) with its type, as netCDF4-python
+  // gives them: text and one-element values as scalars, longer ones as arrays.
+  static tet::TypedAttributes typed_attributes(int group, int id) {
+    tet::TypedAttributes out;
+    for (const std::string& name : attribute_names(group, id))
+      if (auto value = typed_attribute(group, id, name)) out.emplace_back(name, std::move(*value));
+    return out;
+  }
+
+  static std::optional<tet::AttributeValue> typed_attribute(int group, int id, const std::string& name) {
+    nc_type type = NC_NAT;
+    std::size_t len = 0;
+    if (nc_inq_att(group, id, name.c_str(), &type, &len) != NC_NOERR) return std::nullopt;
+    if (type == NC_CHAR || type == NC_STRING) {
+      std::vector<std::string> text;
+      if (type == NC_CHAR) {
+        std::string one(len, '\0');
+        if (len > 0 && nc_get_att_text(group, id, name.c_str(), one.data()) != NC_NOERR) return std::nullopt;
+        one.resize(strnlen(one.data(), one.size()));
+        text.push_back(std::move(one));
+      } else {
+        std::vector<char*> strings(len, nullptr);
+        if (len == 0 || nc_get_att_string(group, id, name.c_str(), strings.data()) != NC_NOERR) return std::nullopt;
+        for (const char* one : strings) text.emplace_back(one != nullptr ? one : "");
+        nc_free_string(len, strings.data());
+      }
+      tet::AttributeValue v = tet::AttributeValue::string({});
+      v.scalar = text.size() == 1;
+      v.text = std::move(text);
+      return v;
+    }
+    if (len == 0) return std::nullopt;
+    const char* numpy = nullptr;
+    switch (type) {
+      case NC_BYTE: numpy = "int8"; break;
+      case NC_UBYTE: numpy = "uint8"; break;
+      case NC_SHORT: numpy = "int16"; break;
+      case NC_USHORT: numpy = "uint16"; break;
+      case NC_INT: numpy = "int32"; break;
+      case NC_UINT: numpy = "uint32"; break;
+      case NC_INT64: numpy = "int64"; break;
+      case NC_UINT64: numpy = "uint64"; break;
+      case NC_FLOAT: numpy = "float32"; break;
+      case NC_DOUBLE: numpy = "float64"; break;
+      default: return std::nullopt;
+    }
+    if (type == NC_FLOAT || type == NC_DOUBLE) {
+      std::vector<double> values(len);
+      if (nc_get_att_double(group, id, name.c_str(), values.data()) != NC_NOERR) return std::nullopt;
+      return tet::AttributeValue::real(numpy, std::move(values), len == 1);
+    }
+    if (type == NC_UBYTE || type == NC_USHORT || type == NC_UINT || type == NC_UINT64) {
+      std::vector<unsigned long long> values(len);
+      if (nc_get_att_ulonglong(group, id, name.c_str(), values.data()) != NC_NOERR) return std::nullopt;
+      return tet::AttributeValue::unsigned_integer(numpy, {values.begin(), values.end()}, len == 1);
+    }
+    std::vector<long long> values(len);
+    if (nc_get_att_longlong(group, id, name.c_str(), values.data()) != NC_NOERR) return std::nullopt;
+    return tet::AttributeValue::signed_integer(numpy, {values.begin(), values.end()}, len == 1);
+  }
+
   std::string path_;
+  tet::TypedAttributes global_attrs_;
   int ncid_ = -1;
   bool open_ = false;
   std::vector<SourceArray> arrays_;

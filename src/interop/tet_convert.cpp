@@ -245,6 +245,34 @@ ConvertPlan plan_with_options(const SourceArray& array, const ConvertOptions& op
   return plan;
 }
 
+// The footer extension of a convert: the source's typed global and per-array attributes, each
+// array's source element type, and which CF encoding attributes the stored values now carry
+// (packing is always decoded; float fill values are made NaN unless kept). A `.tet` input's
+// earlier encoding stays recorded.
+tet::FooterExtension footer_extension(const ArraySource& source, const std::vector<std::size_t>& selected,
+                                      bool keep_fill) {
+  tet::FooterExtension ext;
+  ext.attrs = source.global_attributes();
+  for (const std::size_t i : selected) {
+    const SourceArray& array = source.arrays()[i];
+    tet::DatasetExtension d = array.extension;
+    if (d.source_dtype.empty()) d.source_dtype = std::string(dtype_info(array.stored).zarr_name);  // numpy names
+    auto apply = [&](std::string_view name) {
+      const bool present = std::any_of(d.attrs.begin(), d.attrs.end(), [&](const auto& a) { return a.first == name; });
+      if (present && std::find(d.applied.begin(), d.applied.end(), name) == d.applied.end())
+        d.applied.emplace_back(name);
+    };
+    if (array.cf) {
+      for (const auto name : tet::kCfEncodingAttributes) apply(name);
+    } else if (array.missing && !keep_fill) {
+      apply("_FillValue");
+      apply("missing_value");
+    }
+    ext.datasets.emplace(array.name, std::move(d));
+  }
+  return ext;
+}
+
 }  // namespace
 
 ConvertPlan plan_dataset(const SourceArray& array) {
@@ -295,6 +323,7 @@ ConvertReport convert_to_tet(const ArraySource& source, InputFormat format, cons
     tet::DatasetMetadata md = dataset_metadata(arrays[i]);
     if (!empty_metadata(md)) writer_options.metadata.datasets.emplace(arrays[i].name, std::move(md));
   }
+  writer_options.extension = footer_extension(source, selected, options.keep_fill);
   // Raw tiles have nothing to compress; zstd tiles are compressed on the convert's threads.
   writer_options.threads = options.codec == tet::Codec::Raw ? 1 : static_cast<unsigned>(resolve_jobs(options.jobs));
 

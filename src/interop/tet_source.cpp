@@ -19,6 +19,8 @@ class TetSource final : public ArraySource {
       a.shape = ds.shape;
       a.chunk_shape = ds.chunk_shape;
       if (const tet::DatasetMetadata* md = file_.metadata_of(ds.name)) a.metadata = *md;
+      if (const tet::FooterExtension* ext = extension())
+        if (auto it = ext->datasets.find(ds.name); it != ext->datasets.end()) a.extension = it->second;
       arrays_.push_back(std::move(a));
     }
   }
@@ -30,6 +32,11 @@ class TetSource final : public ArraySource {
     return footer ? footer->history : std::vector<tet::HistoryRow>{};
   }
 
+  tet::TypedAttributes global_attributes() const override {
+    const tet::FooterExtension* ext = extension();
+    return ext ? ext->attrs : tet::TypedAttributes{};
+  }
+
   void read(std::size_t index, std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
             std::span<std::byte> out) const override {
     const tet::Dataset& ds = file_.datasets()[index];
@@ -39,6 +46,11 @@ class TetSource final : public ArraySource {
   }
 
  private:
+  const tet::FooterExtension* extension() const {
+    const auto& footer = file_.layout().footer;
+    return footer && footer->extension ? &*footer->extension : nullptr;
+  }
+
   std::string path_;
   tet::TetFile file_;
   std::vector<SourceArray> arrays_;

@@ -50,6 +50,46 @@ std::optional<std::string> json_attr_text(const json::Json& v) {
   return std::nullopt;  // null, arrays and objects are not imported
 }
 
+// A JSON attribute as zarr-python gives it: strings, bools, integers (int64, or uint64 beyond
+// it), floats (float64) and flat lists of one of those kinds; null, objects and nested or mixed
+// lists are not imported.
+std::optional<tet::AttributeValue> typed_json_attribute(const json::Json& v) {
+  const bool scalar = !v.is_array();
+  const json::Json items = scalar ? json::Json::array({v}) : v;
+  if (items.empty()) return std::nullopt;
+  auto all = [&](auto&& test) { return std::all_of(items.begin(), items.end(), test); };
+  if (all([](const json::Json& x) { return x.is_string(); })) {
+    tet::AttributeValue out = tet::AttributeValue::string({});
+    out.text.clear();
+    for (const auto& x : items) out.text.push_back(x.get<std::string>());
+    out.scalar = scalar;
+    return out;
+  }
+  if (all([](const json::Json& x) { return x.is_boolean(); })) {
+    std::vector<std::int64_t> values;
+    for (const auto& x : items) values.push_back(x.get<bool>() ? 1 : 0);
+    return tet::AttributeValue::signed_integer("bool", std::move(values), scalar);
+  }
+  if (all([](const json::Json& x) {
+        return x.is_number_integer() && (!x.is_number_unsigned() || x.get<std::uint64_t>() <= INT64_MAX);
+      })) {
+    std::vector<std::int64_t> values;
+    for (const auto& x : items) values.push_back(x.get<std::int64_t>());
+    return tet::AttributeValue::signed_integer("int64", std::move(values), scalar);
+  }
+  if (all([](const json::Json& x) { return x.is_number_unsigned(); })) {
+    std::vector<std::uint64_t> values;
+    for (const auto& x : items) values.push_back(x.get<std::uint64_t>());
+    return tet::AttributeValue::unsigned_integer("uint64", std::move(values), scalar);
+  }
+  if (all([](const json::Json& x) { return x.is_number(); })) {
+    std::vector<double> values;
+    for (const auto& x : items) values.push_back(x.get<double>());
+    return tet::AttributeValue::real("float64", std::move(values), scalar);
+  }
+  return std::nullopt;
+}
+
 class ZarrSource final : public ArraySource {
  public:
   explicit ZarrSource(std::string path) : path_(std::move(path)), store_(path_) { walk(""); }
@@ -134,6 +174,8 @@ class ZarrSource final : public ArraySource {
       for (const auto& item : meta.attributes.items()) names.push_back(item.key());
       array.metadata.attrs =
           detail::collect_attrs(names, [&](const std::string& n) { return json_attr_text(meta.attributes.at(n)); });
+      for (const auto& item : meta.attributes.items())
+        if (auto value = typed_json_attribute(item.value())) array.extension.attrs.emplace_back(item.key(), *value);
     }
     if (meta.dimension_names) {
       std::vector<std::string> dims;

@@ -20,12 +20,20 @@ TetAppender::TetAppender(const std::string& path, AppendOptions options) {
   w.memory_budget_percent_bps = options.memory_budget_percent_bps.value_or(index.memory_budget_percent_bps);
   w.memory_budget_bytes = options.memory_budget_bytes.value_or(index.memory_budget_bytes);
   w.threads = options.threads;
+  // A rewrite keeps the file's kind: checksums are recorded when the file already records them,
+  // so appending to a reference-written file adds no footer extension to it.
+  const auto& footer = file.layout().footer;
+  w.chunk_checksums = footer && footer->extension && !footer->extension->chunk_crc32c.empty();
   // The footer is handed over after construction: the file's own metadata is checked against
   // the limits at commit, once the caller has had the chance to fix it.
   state_ = std::make_unique<State>(std::move(file), path, std::move(w));
   if (const auto& footer = state_->file.layout().footer) {
     state_->writer.history() = footer->history;
     state_->writer.metadata() = footer->metadata;
+    if (footer->extension) {
+      state_->writer.extension() = *footer->extension;
+      state_->writer.extension().chunk_crc32c.clear();  // the writer records them afresh
+    }
   }
   state_->writer.carry_over(state_->file);
 }

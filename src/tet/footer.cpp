@@ -100,13 +100,28 @@ Metadata parse_metadata_value(const json& v) {
   return md;
 }
 
-MetadataRef parse_metadata_ref(const json& v) {
+MetadataRef parse_ref(const json& v, const std::string& key) {
   if (!v.is_object() || v.size() != 2 || !v.contains("offset") || !v.contains("len"))
-    throw SchemaError{"metadata_ref must be exactly {\"offset\", \"len\"}"};
+    throw SchemaError{key + " must be exactly {\"offset\", \"len\"}"};
   const auto offset = codec::json::as_uint64(v.at("offset"));
   const auto len = codec::json::as_uint64(v.at("len"));
-  if (!offset || !len) throw SchemaError{"metadata_ref offset and len must be non-negative integers"};
+  if (!offset || !len) throw SchemaError{key + " offset and len must be non-negative integers"};
   return {*offset, *len};
+}
+
+MetadataRef parse_metadata_ref(const json& v) { return parse_ref(v, "metadata_ref"); }
+
+std::optional<MetadataRef> probe_ref(std::string_view text, const char* key) noexcept {
+  try {
+    if (codec::json::nesting_depth(text) > codec::json::kMaxNestingDepth) return std::nullopt;
+    const json root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    if (!root.is_object()) return std::nullopt;
+    auto it = root.find(key);
+    if (it == root.end()) return std::nullopt;
+    return parse_ref(*it, key);
+  } catch (...) {
+    return std::nullopt;
+  }
 }
 
 // Over-deep JSON is one more way for the footer to be invalid, reported with the footer texts.
@@ -199,6 +214,10 @@ FooterJson parse_footer_json(std::string_view text) {
     if (has_md && has_ref) throw SchemaError{"metadata and metadata_ref are mutually exclusive"};
     if (has_md) out.metadata = parse_metadata_value(root.at("metadata"));
     if (has_ref) out.metadata_ref = parse_metadata_ref(root.at("metadata_ref"));
+    const bool has_ext = root.contains("tessera");
+    if (has_ext && root.contains("tessera_ref")) throw SchemaError{"tessera and tessera_ref are mutually exclusive"};
+    if (has_ext) out.extension = parse_footer_extension(root.at("tessera").dump());
+    if (root.contains("tessera_ref")) out.extension_ref = parse_ref(root.at("tessera_ref"), "tessera_ref");
     return out;
   } catch (const SchemaError& e) {
     throw FormatError(kPrefix + e.detail, {}, "history footer");
@@ -216,16 +235,11 @@ Metadata parse_spilled_metadata(std::string_view text) {
 }
 
 std::optional<MetadataRef> probe_metadata_ref(std::string_view text) noexcept {
-  try {
-    if (codec::json::nesting_depth(text) > codec::json::kMaxNestingDepth) return std::nullopt;
-    const json root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-    if (!root.is_object()) return std::nullopt;
-    auto it = root.find("metadata_ref");
-    if (it == root.end()) return std::nullopt;
-    return parse_metadata_ref(*it);
-  } catch (...) {
-    return std::nullopt;
-  }
+  return probe_ref(text, "metadata_ref");
+}
+
+std::optional<MetadataRef> probe_extension_ref(std::string_view text) noexcept {
+  return probe_ref(text, "tessera_ref");
 }
 
 std::optional<std::string> check_limits(const std::vector<HistoryRow>& history, const Metadata& md) {
@@ -286,16 +300,36 @@ std::string serialize_metadata(const Metadata& metadata) { return compact(metada
 
 std::string serialize_footer_json(const std::vector<HistoryRow>& history, const Metadata& metadata,
                                   const std::optional<MetadataRef>& ref) {
+  return serialize_footer_json(history, metadata, ref, {}, std::nullopt);
+}
+
+std::string serialize_footer_json(const std::vector<HistoryRow>& history, const Metadata& metadata,
+                                  const std::optional<MetadataRef>& ref, std::string_view extension_json,
+                                  const std::optional<MetadataRef>& extension_ref) {
   Json root = Json::object();
   root["history"] = history_to_json(history);
   if (ref) root["metadata_ref"] = Json{{"offset", ref->offset}, {"len", ref->len}};
   else root["metadata"] = metadata_to_json(metadata);
-  return compact(root);
+  std::string out = compact(root);
+  if (extension_json.empty() && !extension_ref) return out;
+  // The extension is appended as text, so the reference's part stays byte for byte what it is
+  // without it.
+  out.pop_back();  // the closing brace
+  if (extension_ref)
+    out += R"(,"tessera_ref":{"offset":)" + std::to_string(extension_ref->offset) + R"(,"len":)" +
+           std::to_string(extension_ref->len) + "}}";
+  else out += std::string(R"(,"tessera":)") + std::string(extension_json) + "}";
+  return out;
 }
 
 std::vector<std::byte> encode_footer(const std::vector<HistoryRow>& history, const Metadata& metadata,
                                      std::uint64_t payload_end) {
-  if (history.empty() && !metadata.has_content()) return {};
+  return encode_footer(history, metadata, FooterExtension{}, payload_end);
+}
+
+std::vector<std::byte> encode_footer(const std::vector<HistoryRow>& history, const Metadata& metadata,
+                                     const FooterExtension& extension, std::uint64_t payload_end) {
+  if (history.empty() && !metadata.has_content() && extension.empty()) return {};
   if (auto broken = check_limits(history, metadata))
     throw LimitError("history footer metadata exceeds limits: " + *broken, {}, "history footer");
   std::string spill;
@@ -312,10 +346,35 @@ std::vector<std::byte> encode_footer(const std::vector<HistoryRow>& history, con
                            " bytes exceeds 65536 even with the metadata spilled",
                        {}, "history footer");
   }
-  std::vector<std::byte> out(spill.size() + footer.size() + FooterTail::kSize);
-  std::memcpy(out.data(), spill.data(), spill.size());
-  std::memcpy(out.data() + spill.size(), footer.data(), footer.size());
-  FooterTail{footer.size(), 1}.encode_to(out.data() + spill.size() + footer.size());
+  std::string blob;
+  if (!extension.empty()) {
+    const std::optional<MetadataRef> ref =
+        spill.empty() ? std::nullopt : std::optional<MetadataRef>(MetadataRef{payload_end, spill.size()});
+    std::string ext = serialize_footer_extension(extension);
+    std::string with_ext = serialize_footer_json(history, metadata, ref, ext, std::nullopt);
+    if (with_ext.size() > MetadataLimits::kInlineFooterBytes) {
+      if (ext.size() > FooterExtensionLimits::kBlobBytes)
+        throw LimitError("history footer tessera extension of " + std::to_string(ext.size()) +
+                             " bytes exceeds its limit of 268435456",
+                         {}, "history footer");
+      blob = std::move(ext);
+      const std::optional<MetadataRef> moved =
+          ref ? std::optional<MetadataRef>(MetadataRef{payload_end + blob.size(), ref->len}) : std::nullopt;
+      with_ext = serialize_footer_json(history, metadata, moved, {}, MetadataRef{payload_end, blob.size()});
+      if (with_ext.size() > MetadataLimits::kInlineFooterBytes)
+        throw LimitError("history footer JSON of " + std::to_string(with_ext.size()) +
+                             " bytes exceeds 65536 even with the metadata and extension spilled",
+                         {}, "history footer");
+    }
+    footer = std::move(with_ext);
+  }
+  std::vector<std::byte> out(blob.size() + spill.size() + footer.size() + FooterTail::kSize);
+  std::byte* at = out.data();
+  for (const std::string* part : {&blob, &spill, &footer}) {
+    std::memcpy(at, part->data(), part->size());
+    at += part->size();
+  }
+  FooterTail{footer.size(), 1}.encode_to(at);
   return out;
 }
 

@@ -96,10 +96,33 @@ std::string read_footer_text(const io::ByteSource& src, const TailInfo& tail) {
 
 // Payloads end before the spill (if the footer names one) and the footer JSON. A spill longer
 // than everything before the footer cannot fit; S14 reports it, so clamp to 0 here.
+// A tessera extension blob sits right before the spill; payloads end before it too (the
+// reference, which does not know it, sees it as unused bytes after the payloads).
 std::uint64_t payload_end_before(const TailInfo& tail, const std::string& footer_text) {
   std::uint64_t spill_len = 0;
   if (auto ref = probe_metadata_ref(footer_text)) spill_len = ref->len;
-  return tail.json_start >= spill_len ? tail.json_start - spill_len : 0;
+  const std::uint64_t end = tail.json_start >= spill_len ? tail.json_start - spill_len : 0;
+  if (auto ext = probe_extension_ref(footer_text); ext && ext->offset <= end && end - ext->offset == ext->len)
+    return ext->offset;
+  return end;
+}
+
+// The spilled extension: it must be the bytes right after the payloads (payload_end_before
+// put the payload end at its offset when it is).
+std::optional<FooterExtension> read_extension_blob(const io::ByteSource& src, const MetadataRef& ref,
+                                                   std::uint64_t payload_end) {
+  if (ref.offset != payload_end)
+    fail(src, "history footer", "history footer tessera_ref does not lie between the payloads and the metadata spill");
+  if (ref.len > FooterExtensionLimits::kBlobBytes)
+    fail(src, "history footer",
+         "history footer tessera extension of " + std::to_string(ref.len) + " bytes exceeds its limit of 268435456");
+  std::string blob(checked_size(ref.len), '\0');
+  src.read_at(ref.offset, std::as_writable_bytes(std::span(blob)));
+  try {
+    return parse_footer_extension(blob);
+  } catch (const FormatError& e) {
+    fail(src, "history footer", e.what());
+  }
 }
 
 }  // namespace
@@ -247,6 +270,9 @@ Layout parse_layout(const io::ByteSource& src, bool read_footer) {
     } else if (fj.metadata) {
       footer.metadata = std::move(*fj.metadata);
     }
+    footer.extension = std::move(fj.extension);
+    if (fj.extension_ref) footer.extension = read_extension_blob(src, *fj.extension_ref, L.payload_end);
+    footer.extension_ref = fj.extension_ref;
     L.footer = std::move(footer);
   }
   return L;

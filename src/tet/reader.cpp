@@ -8,6 +8,7 @@
 #include <array>
 #include <cstring>
 
+#include "tessera/codec/checksum.hpp"
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
@@ -315,6 +316,31 @@ void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std:
   }
 }
 
+std::uint32_t chunk_crc32c(const io::ByteSource& source, const ChunkEntry& e) {
+  return codec::crc32c(stored_payload(source, e));
+}
+
+std::string checksum_mismatch(std::uint64_t entry_index, std::uint32_t recorded, std::uint32_t computed) {
+  auto hex = [](std::uint32_t v) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out = "0x00000000";
+    for (std::size_t i = 9; i >= 2; --i, v >>= 4) out[i] = kDigits[v & 0xf];
+    return out;
+  };
+  return "chunk " + std::to_string(entry_index) + ": stored bytes do not match their CRC-32C (recorded " +
+         hex(recorded) + ", computed " + hex(computed) + ")";
+}
+
+void TetFile::check_chunk_checksum(std::uint32_t entry_index) const {
+  const auto& footer = layout_.footer;
+  if (!footer || !footer->extension) return;
+  const auto& crcs = footer->extension->chunk_crc32c;
+  if (crcs.size() != layout_.entries.size()) return;  // none recorded (a wrong count is verify's to report)
+  const std::uint32_t computed = chunk_crc32c(*source_, layout_.entries[entry_index]);
+  if (computed != crcs[entry_index])
+    throw FormatError(checksum_mismatch(entry_index, crcs[entry_index], computed), source_->name(), "chunk payload");
+}
+
 void TetFile::decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) const {
   decode_chunk_payload(*source_, layout_.entries[entry_index], entry_index, dst);
 }
@@ -471,6 +497,7 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
       if (a.count == 0) return;
     }
     const std::uint32_t entry = ds.entry_of_chunk[ds.chunk_ordinal({coords.data(), nd})];
+    if (options.verify_checksums) check_chunk_checksum(entry);
     thread_local std::vector<std::byte> scratch;
     decode_chunk_into(entry, scratch);
     scatter_tile(scratch.data(), {extent.data(), nd}, axes, out_shape, es, dst.data());

@@ -117,8 +117,11 @@ std::optional<Finding> payload_order_finding(const std::vector<ChunkEntry>& entr
 
 // Decodes entries [0, count) in parallel; the error of entry i (if any) lands in errors[i], so
 // findings come out in index order whatever the schedule.
+// `crcs` (the footer extension's chunk_crc32c, or null) are compared with the stored bytes first:
+// a flipped bit a codec would still decode is caught there.
 std::vector<std::optional<std::string>> decode_errors(const io::ByteSource& src, const std::vector<ChunkEntry>& entries,
-                                                      std::size_t count, unsigned threads) {
+                                                      const std::vector<std::uint32_t>* crcs, std::size_t count,
+                                                      unsigned threads) {
   std::vector<std::optional<std::string>> errors(count);
   auto check = [&](std::size_t i) {
     const ChunkEntry& e = entries[i];
@@ -126,6 +129,13 @@ std::vector<std::optional<std::string>> decode_errors(const io::ByteSource& src,
     if (!end || *end > src.size()) {
       errors[i] = "chunk " + std::to_string(i) + ": payload slice out of file bounds";
       return;
+    }
+    if (crcs != nullptr) {
+      const std::uint32_t actual = chunk_crc32c(src, e);
+      if (actual != (*crcs)[i]) {
+        errors[i] = checksum_mismatch(i, (*crcs)[i], actual);
+        return;
+      }
     }
     // raw_byte_len comes from the file: check_chunk_payload streams large tiles instead of
     // allocating what the entry claims.
@@ -164,7 +174,17 @@ bool decode_findings(const io::ByteSource& src, const Layout& L, const VerifyOpt
                                            std::to_string(n) + " (limit " + std::to_string(kQuickDecodeChunks) +
                                            "); re-run with --deep or VerifyOptions::deep_decode"));
   bool failed = false;
-  for (auto& error : decode_errors(src, L.entries, checked, options.threads)) {
+  const std::vector<std::uint32_t>* crcs = nullptr;
+  if (L.footer && L.footer->extension && !L.footer->extension->chunk_crc32c.empty()) {
+    crcs = &L.footer->extension->chunk_crc32c;
+    if (crcs->size() != n) {
+      findings.push_back(error_finding("chunk_decode", "the footer extension records " + std::to_string(crcs->size()) +
+                                                           " chunk checksums for " + std::to_string(n) + " chunks"));
+      crcs = nullptr;
+      failed = true;
+    }
+  }
+  for (auto& error : decode_errors(src, L.entries, crcs, checked, options.threads)) {
     if (!error) continue;
     findings.push_back(error_finding("chunk_decode", std::move(*error)));
     failed = true;

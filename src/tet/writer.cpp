@@ -17,6 +17,7 @@
 #include <array>
 #include <cstring>
 
+#include "tessera/codec/checksum.hpp"
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/endian.hpp"
@@ -57,6 +58,7 @@ struct TetWriter::State {
   const TetFile* carried = nullptr;
   std::uint64_t entry_count = 0;    // index entries of the finished file
   std::vector<ChunkEntry> entries;  // in index order, as written
+  std::vector<std::uint32_t> crcs;  // CRC-32C of each entry's stored bytes (chunk_checksums)
   Superblock superblock;
   std::uint32_t cursor = 0;  // the dataset whose data is due
   Phase phase = Phase::Declaring;
@@ -120,8 +122,14 @@ struct TetWriter::State {
     return datasets[id];
   }
 
+  // The CRC-32C of stored payload bytes, continuing `crc`; 0 when checksums are not recorded.
+  std::uint32_t checksum(std::span<const std::byte> stored, std::uint32_t crc = 0) const {
+    return options.chunk_checksums ? codec::crc32c(stored, crc) : 0;
+  }
+
   void record_entry(std::uint32_t id, const std::array<std::uint64_t, kMaxRank>& coords, std::uint64_t offset,
-                    std::uint64_t raw, std::uint64_t stored) {
+                    std::uint64_t raw, std::uint64_t stored, std::uint32_t crc) {
+    crcs.push_back(crc);
     ChunkEntry e;
     e.dataset_id = id;
     std::copy_n(coords.begin(), datasets[id].geometry.ndim(), e.chunk_index.begin());
@@ -221,11 +229,19 @@ void TetWriter::State::copy_carried_payloads() {
       len -= k;
     }
   };
+  // Checksums the carried file recorded are kept; a file without them is checksummed as copied.
+  const auto& footer = carried->layout().footer;
+  const std::vector<std::uint32_t>* known = footer && footer->extension ? &footer->extension->chunk_crc32c : nullptr;
+  if (known && known->size() != old.size()) known = nullptr;
   std::uint64_t run_start = 0, run_len = 0;
-  for (const ChunkEntry& e : old) {
+  for (std::size_t i = 0; i < old.size(); ++i) {
+    const ChunkEntry& e = old[i];
     ChunkEntry moved = e;
     moved.payload_offset = sink->position() + run_len;
     entries.push_back(moved);
+    if (!options.chunk_checksums) crcs.push_back(0);
+    else if (known) crcs.push_back((*known)[i]);
+    else crcs.push_back(checksum(src.read_vector(e.payload_offset, e.stored_byte_len)));
     if (run_len > 0 && e.payload_offset == run_start + run_len) {
       run_len += e.stored_byte_len;
       continue;
@@ -247,8 +263,8 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
   std::copy(g.shape.begin() + 1, g.shape.end(), slab_shape.begin() + 1);
 
   auto tile_at = [&](std::uint64_t t) { return detail::row_tile(p, row, t); };
-  auto record = [&](const detail::RowTile& tile, std::uint64_t offset, std::uint64_t stored) {
-    record_entry(id, tile.coords, offset, tile.bytes, stored);
+  auto record = [&](const detail::RowTile& tile, std::uint64_t offset, std::span<const std::byte> stored) {
+    record_entry(id, tile.coords, offset, tile.bytes, stored.size(), checksum(stored));
   };
   const std::span<const std::uint64_t> slab_dims{slab_shape.data(), nd};
   // With one tile per row (rank 1, or a single chunk across the trailing axes) the slab is the tile.
@@ -271,7 +287,8 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
       const std::uint64_t base = sink->position();
       sink->write(out);
       for (std::uint64_t t = 0; t < p.row_tiles; ++t)
-        record(tile_at(t), base + offsets[t], offsets[t + 1] - offsets[t]);
+        record(tile_at(t), base + offsets[t],
+               out.subspan(checked_size(offsets[t]), checked_size(offsets[t + 1] - offsets[t])));
       break;
     }
     case Codec::Zstd: {
@@ -292,7 +309,7 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
         codec::zstd_compress_append(scratch, out, zopts);
       });
       for (std::uint64_t t = 0; t < p.row_tiles; ++t) {
-        record(tile_at(t), sink->position(), compressed[t].size());
+        record(tile_at(t), sink->position(), compressed[t]);
         sink->write(compressed[t]);
       }
       break;
@@ -313,8 +330,10 @@ void TetWriter::State::append_raw(std::uint32_t id, std::span<const std::byte> b
   while (done < bytes.size()) {
     const std::uint64_t row = p.tiles_written / p.row_tiles;
     const detail::RowTile tile = detail::row_tile(p, row, p.tiles_written % p.row_tiles);
-    if (p.tile_bytes_written == 0) record_entry(id, tile.coords, base + done, tile.bytes, tile.bytes);
+    if (p.tile_bytes_written == 0) record_entry(id, tile.coords, base + done, tile.bytes, tile.bytes, 0);
     const std::uint64_t k = std::min<std::uint64_t>(bytes.size() - done, tile.bytes - p.tile_bytes_written);
+    // A tile given in parts is checksummed part by part (its entry is the last one recorded).
+    crcs.back() = checksum(bytes.subspan(checked_size(done), checked_size(k)), crcs.back());
     done += k;
     p.tile_bytes_written += k;
     if (p.tile_bytes_written == tile.bytes) {
@@ -365,7 +384,8 @@ void TetWriter::State::append_compressed(std::uint32_t id, std::span<const std::
     codec::zstd_compress_append(ready[i].data, compressed[i], zopts);
   });
   for (std::size_t i = 0; i < ready.size(); ++i) {
-    record_entry(id, ready[i].tile.coords, sink->position(), ready[i].tile.bytes, compressed[i].size());
+    record_entry(id, ready[i].tile.coords, sink->position(), ready[i].tile.bytes, compressed[i].size(),
+                 checksum(compressed[i]));
     sink->write(compressed[i]);
   }
   p.bytes_written += bytes.size();
@@ -533,7 +553,9 @@ void TetWriter::commit() {
   s.guarded([&] {
     if (s.phase == Phase::Declaring) s.begin();
     const std::uint64_t payload_end = s.sink->position();
-    const std::vector<std::byte> footer = encode_footer(s.options.history, s.options.metadata, payload_end);
+    FooterExtension& extension = s.options.extension;
+    if (s.options.chunk_checksums) extension.chunk_crc32c = s.crcs;
+    const std::vector<std::byte> footer = encode_footer(s.options.history, s.options.metadata, extension, payload_end);
     if (!footer.empty()) {
       s.sink->write(footer);
       s.superblock.flags |= Superblock::kHistoryFooterFlag;
@@ -550,6 +572,7 @@ void TetWriter::commit() {
 
 std::vector<HistoryRow>& TetWriter::history() { return state_->options.history; }
 Metadata& TetWriter::metadata() { return state_->options.metadata; }
+FooterExtension& TetWriter::extension() { return state_->options.extension; }
 std::uint32_t TetWriter::dataset_count() const { return static_cast<std::uint32_t>(state_->datasets.size()); }
 std::uint64_t TetWriter::chunk_count() const { return state_->entry_count; }
 std::uint64_t TetWriter::file_size() const { return state_->file_size; }

@@ -1,8 +1,8 @@
 """The xarray backend (`engine="tessera"`): a NetCDF4 file converted with `tessera tet convert` opens
 as the Dataset xarray itself makes of the NetCDF file (dims, coordinates longer than the footer's
 64 labels, decoded times, values), lazily (nothing but index coordinates read at open, selections
-read only their region), with one Dask chunk per `.tet` chunk. What convert does not keep yet
-(typed attributes, global attributes, stored packed values) is written down as strict xfails.
+read only their region), with one Dask chunk per `.tet` chunk; attributes keep their types, global
+attributes are kept, and mask_and_scale=False gives the source's stored values back.
 
 The truth is xarray's own `open_dataset` on the NetCDF source, netCDF4 and numpy (Debian's), and
 for the conformance files the independent decoder of tet_truth.py."""
@@ -23,7 +23,6 @@ from conftest import run_cli
 from tet_truth import random_key, read_tet
 
 FILL = np.float32(1e20)
-TYPED_ATTRS = "the footer stores attributes as text; typed attributes need the planned footer extension"
 
 
 @pytest.fixture(scope="module")
@@ -188,27 +187,46 @@ def test_dask_graph_pickles_by_absolute_path(climate, tmp_path, monkeypatch):
     np.testing.assert_array_equal(pickle.loads(blob).compute(), open_nc(climate / "clim.nc")["w"].values)
 
 
-def test_source_encoding_attrs_are_held_back_as_stored(climate):
+def test_the_cf_encoding_is_the_sources_with_its_types(climate):
     ds, ref = open_tet(climate / "clim.tet"), open_nc(climate / "clim.nc")
     for name in ("tas", "pr", "counts"):
         assert not {"_FillValue", "scale_factor", "add_offset"} & set(ds[name].attrs)
-        stored = tet.open(climate / "clim.tet")[name].attrs
-        assert ds[name].encoding["tet_source_attrs"] == {k: v for k, v in stored.items()
-                                                         if k in ("_FillValue", "scale_factor", "add_offset")}
-    scale = ds["pr"].encoding["tet_source_attrs"]["scale_factor"]
-    assert float(scale) == pytest.approx(ref["pr"].encoding["scale_factor"])
+        for key in ("_FillValue", "scale_factor", "add_offset", "dtype"):
+            assert (key in ds[name].encoding) == (key in ref[name].encoding), (name, key)
+            if key in ref[name].encoding:
+                got, want = ds[name].encoding[key], ref[name].encoding[key]
+                assert got == want and np.asarray(got).dtype == np.asarray(want).dtype, (name, key, got, want)
     for name in ("tas", "pr", "lat", "lon", "lat2d"):
         for key in ("units", "long_name"):
             assert ds[name].attrs.get(key) == ref[name].attrs.get(key), (name, key)
     assert ds.encoding["source"] == str(climate / "clim.tet")
 
 
+def test_a_file_without_typed_attributes_holds_the_encoding_text_back(tmp_path):
+    """A file the reference wrote has text attributes only: the CF encoding ones are kept out of
+    attrs (and the decoder) and listed as stored."""
+    tet.write(tmp_path / "r.tet", {"v": np.arange(4.0)},
+              metadata={"datasets": {"v": {"attrs": {"_FillValue": "1e20", "scale_factor": "0.01", "units": "K"}}}})
+    var = open_tet(tmp_path / "r.tet")["v"]
+    assert var.attrs == {"units": "K"}
+    assert var.encoding["tet_source_attrs"] == {"_FillValue": "1e20", "scale_factor": "0.01"}
+    np.testing.assert_array_equal(var.values, np.arange(4.0))
+
+
 def test_writing_back_to_netcdf_round_trips(climate, tmp_path):
+    """to_netcdf packs `pr` again with the recorded encoding: the file holds the source's integers,
+    which xarray then decodes exactly as it decodes the source (float32 arithmetic, where convert
+    rounds the exact product once)."""
     ds = open_tet(climate / "clim.tet")
     ds.to_netcdf(tmp_path / "back.nc")
-    with open_nc(tmp_path / "back.nc") as back:
-        xr.testing.assert_identical(back, ds)
+    with open_nc(tmp_path / "back.nc") as back, open_nc(climate / "clim.nc") as ref:
+        xr.testing.assert_identical(back.drop_vars("pr"), ds.drop_vars("pr"))
+        xr.testing.assert_identical(back["pr"], ref["pr"])
         assert back["tas"].encoding["chunksizes"] == (1, 45, 90)
+    with open_nc(tmp_path / "back.nc", mask_and_scale=False) as back, \
+            open_nc(climate / "clim.nc", mask_and_scale=False) as ref:
+        assert back["pr"].dtype == ref["pr"].dtype == np.int16
+        np.testing.assert_array_equal(back["pr"].values, ref["pr"].values)
 
 
 def test_file_and_dataset_to_xarray_are_the_backend(climate):
@@ -291,20 +309,17 @@ def test_conflicting_dimension_lengths_are_a_usage_error_naming_both(tmp_path):
     assert tet.open(tmp_path / "c.tet")["b"].to_xarray().shape == (4,)
 
 
-# ---- what convert does not keep yet: strict xfails that name the missing piece -------------------
+# ---- typed and global attributes, and the CF encoding convert applied (the footer extension) ----
 
-@pytest.mark.xfail(strict=True, reason=TYPED_ATTRS + " (valid_max is the text '400')")
 def test_numeric_attributes_keep_their_type(climate):
     ds, ref = open_tet(climate / "clim.tet"), open_nc(climate / "clim.nc")
     assert ds["tas"].attrs == ref["tas"].attrs
 
 
-@pytest.mark.xfail(strict=True, reason="the footer has no global attributes")
 def test_global_attributes_are_kept(climate):
     assert open_tet(climate / "clim.tet").attrs == open_nc(climate / "clim.nc").attrs
 
 
-@pytest.mark.xfail(strict=True, reason=TYPED_ATTRS + ": an integer _FillValue cannot be applied from text")
 def test_integer_fill_values_are_masked(climate):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -312,16 +327,12 @@ def test_integer_fill_values_are_masked(climate):
                                 open_nc(climate / "clim.nc")["counts"].reset_coords(drop=True))
 
 
-@pytest.mark.xfail(strict=True, reason=TYPED_ATTRS + ": a float _FillValue kept by --keep-fill cannot be "
-                                       "applied from text")
 def test_keep_fill_values_are_masked(climate, tmp_path):
     run_cli("tet", "convert", climate / "clim.nc", tmp_path / "kept.tet", "--keep-fill")
     assert tet.open(tmp_path / "kept.tet")["tas"][0, 0, 0] == FILL  # what convert kept
     xr.testing.assert_equal(open_tet(tmp_path / "kept.tet")["tas"], open_nc(climate / "clim.nc")["tas"])
 
 
-@pytest.mark.xfail(strict=True, reason="convert stores packed variables decoded; mask_and_scale=False "
-                                       "needs the stored integers and typed scale_factor/add_offset")
 def test_mask_and_scale_false_gives_the_stored_values(climate):
     got = open_tet(climate / "clim.tet", mask_and_scale=False)["pr"]
     want = open_nc(climate / "clim.nc", mask_and_scale=False)["pr"]

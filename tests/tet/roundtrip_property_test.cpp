@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/testing.hpp"
+#include "tessera/codec/checksum.hpp"
 #include "tessera/io/byte_sink.hpp"
 #include "tessera/io/byte_source.hpp"
 #include "tessera/tet/reader.hpp"
@@ -87,6 +88,7 @@ GenFile generate(int index) {
       g.data[i] = static_cast<std::byte>(compressible ? (i / 3) % 7 : rng.below(256));
     f.datasets.push_back(std::move(g));
   }
+  f.options.chunk_checksums = index % 2 == 0;  // not drawn from rng: the other choices keep their sequence
   f.streamed = rng.chance(50);
   f.options.threads = static_cast<unsigned>(rng.below(3));
   f.options.memory_budget_percent_bps = static_cast<std::uint16_t>(rng.chance(20) ? rng.below(10001) : 0);
@@ -198,9 +200,18 @@ bool check(const GenFile& f, const tet::TetFile& file, Rng& rng) {
   EXPECT_EQ(file.datasets().size(), f.datasets.size());
   EXPECT_EQ(L.index_header.memory_budget_percent_bps, f.options.memory_budget_percent_bps);
   EXPECT_EQ(L.index_header.memory_budget_bytes, f.options.memory_budget_bytes);
-  const bool has_footer = !f.options.history.empty() || f.options.metadata.has_content();
+  const bool has_footer = !f.options.history.empty() || f.options.metadata.has_content() || f.options.chunk_checksums;
   EXPECT_EQ(L.footer.has_value(), has_footer);
   if (L.footer) expect_same_footer(*L.footer, f.options);
+  // Checksums, when recorded, are the CRC-32C of each stored payload.
+  EXPECT_EQ(L.footer && L.footer->extension, f.options.chunk_checksums);
+  if (f.options.chunk_checksums && L.footer && L.footer->extension) {
+    const auto& crcs = L.footer->extension->chunk_crc32c;
+    EXPECT_EQ(crcs.size(), L.entries.size());
+    for (std::size_t i = 0; i < std::min(crcs.size(), L.entries.size()); ++i)
+      EXPECT_EQ(crcs[i], tessera::codec::crc32c(
+                             file.source().read_vector(L.entries[i].payload_offset, L.entries[i].stored_byte_len)));
+  }
   // Payloads are contiguous in index order right after the index.
   std::uint64_t offset = L.superblock.chunk_index_offset + L.superblock.chunk_index_length;
   for (const auto& e : L.entries) {

@@ -44,8 +44,17 @@ std::vector<T> iota_values(std::size_t n, T first) {
 
 fs::path tet_dir() { return conformance_dir() / "tetration"; }
 
+// The reference writer's output: no tessera footer extension, so no chunk checksums (these
+// tests compare with files the reference wrote; footer_extension_test covers the extension).
+WriterOptions reference_options() {
+  WriterOptions options;
+  options.chunk_checksums = false;
+  return options;
+}
+
 // Writes one dataset holding `data` into memory.
-std::vector<std::byte> write_one(const DatasetSpec& spec, std::span<const std::byte> data, WriterOptions options = {}) {
+std::vector<std::byte> write_one(const DatasetSpec& spec, std::span<const std::byte> data,
+                                 WriterOptions options = reference_options()) {
   io::MemorySink sink;
   TetWriter writer(sink, std::move(options));
   writer.add_dataset(spec);
@@ -69,7 +78,7 @@ std::vector<std::byte> read_all(const tet::TetFile& file, const tet::Dataset& ds
 // Re-creates `source` through TetWriter: same datasets, codecs, TIDX settings and footer, data
 // read back with TetFile.
 std::vector<std::byte> rebuild(const tet::TetFile& source, unsigned threads = 0) {
-  WriterOptions options;
+  WriterOptions options = reference_options();
   options.memory_budget_percent_bps = source.layout().index_header.memory_budget_percent_bps;
   options.memory_budget_bytes = source.layout().index_header.memory_budget_bytes;
   options.threads = threads;
@@ -134,7 +143,7 @@ TEST(TetWriterFixtures, LargeIsByteIdenticalWholeAndStreamed) {
 
   // The same file one chunk row at a time (8 full rows of 4 plus the clipped row of 2).
   io::MemorySink sink;
-  TetWriter writer(sink);
+  TetWriter writer(sink, reference_options());
   writer.add_dataset(spec("a", DType::F32, {34, 64}, {4, 4}));
   ASSERT_EQ(writer.chunk_rows(0), 9u);
   const auto all = bytes_of(values);
@@ -159,7 +168,7 @@ TEST(TetWriterFixtures, QcF32WithNaNAndInfIsByteIdentical) {
 
 TEST(TetWriterFixtures, EmptyFileIsTheBareSuperblock) {
   io::MemorySink sink;
-  TetWriter writer(sink);
+  TetWriter writer(sink, reference_options());
   writer.commit();
   expect_same_bytes(sink.bytes(), read_file_bytes(tet_dir() / "generated" / "empty.tet"));
   EXPECT_EQ(writer.chunk_count(), 0u);
@@ -170,7 +179,7 @@ TEST(TetWriterFixtures, LabeledWithInlineFooterIsByteIdentical) {
   const auto original = open_memory(expected);
   ASSERT_TRUE(original.layout().footer);
   // The footer contents as the reference wrote them, re-serialised by encode_footer.
-  WriterOptions options;
+  WriterOptions options = reference_options();
   options.history = original.layout().footer->history;
   options.metadata = original.layout().footer->metadata;
   ASSERT_EQ(options.history.size(), 1u);
@@ -254,7 +263,7 @@ TEST(TetWriterFixtures, ZstdF64CubeValuesFromTheReadme) {
 
 TEST(TetWriter, PayloadsAreContiguousInIndexOrderAndGroupedByDataset) {
   io::MemorySink sink;
-  TetWriter writer(sink);
+  TetWriter writer(sink, reference_options());
   writer.add_dataset(spec("first", DType::I16, {5, 3, 4}, {2, 2, 3}, Codec::Zstd));
   writer.add_dataset(spec("second", DType::U64, {7}, {3}));
   EXPECT_EQ(writer.chunk_count(), 3u * 2 * 2 + 3);
@@ -282,7 +291,7 @@ TEST(TetWriter, PayloadsAreContiguousInIndexOrderAndGroupedByDataset) {
 }
 
 TEST(TetWriter, ExecutionSettingsGoToTheIndexHeader) {
-  WriterOptions options;
+  WriterOptions options = reference_options();
   options.memory_budget_percent_bps = 4000;
   options.memory_budget_bytes = 1048576;
   const auto out = write_one(spec("a", DType::U8, {3}, {2}), bytes_of(iota_values<std::uint8_t>(3, 0)), options);
@@ -320,7 +329,7 @@ TEST(TetWriter, EveryDtypeRoundTripsThroughZstd) {
 // ---- footers -----------------------------------------------------------------------------------
 
 TEST(TetWriterFooter, InlineFooterReadsBack) {
-  WriterOptions options;
+  WriterOptions options = reference_options();
   options.history.push_back({"write", "unit", "1700000000", {"p1", "p2"}, {{"k", "v"}, {"a", "b"}}});
   options.metadata.file = tet::FileMetadata{"tool", "1.0", std::nullopt};
   auto& dm = options.metadata.datasets["a"];
@@ -347,7 +356,7 @@ TEST(TetWriterFooter, InlineFooterReadsBack) {
 }
 
 TEST(TetWriterFooter, LargeMetadataSpillsAndReadsBack) {
-  WriterOptions options;
+  WriterOptions options = reference_options();
   options.history.push_back({"write", "unit", "1", {}, {}});
   for (int a = 0; a < 64; ++a) {
     options.metadata.datasets["a"].attrs["attr_" + std::to_string(a)] =
@@ -367,7 +376,7 @@ TEST(TetWriterFooter, LargeMetadataSpillsAndReadsBack) {
 
 TEST(TetWriterFooter, EmptyFileWithFooter) {
   io::MemorySink sink;
-  WriterOptions options;
+  WriterOptions options = reference_options();
   options.history.push_back({"write", "nothing", "2", {}, {}});
   TetWriter writer(sink, options);
   writer.commit();
@@ -386,7 +395,7 @@ TEST(TetWriterFooter, LimitsAreEnforcedUpFrontAndAtCommit) {
   io::MemorySink sink;
   expect_error<tessera::LimitError>([&] { TetWriter w(sink, bad); }, "history footer metadata exceeds limits");
 
-  TetWriter writer(sink);
+  TetWriter writer(sink, reference_options());
   writer.add_dataset(spec("a", DType::U8, {1}, {1}));
   writer.write_dataset(0, bytes_of(std::vector<std::uint8_t>{1}));
   writer.metadata().datasets["a"].attrs["k"] = std::string(1025, 'x');
@@ -401,7 +410,7 @@ TEST(TetWriterFooter, LimitsAreEnforcedUpFrontAndAtCommit) {
 
 TEST(TetWriterValidation, EachRuleNamesTheDatasetAndRule) {
   io::MemorySink sink;
-  TetWriter w(sink);
+  TetWriter w(sink, reference_options());
   expect_error<tessera::UsageError>([&] { w.add_dataset(spec("", DType::F32, {1}, {1})); }, "name must not be empty");
   expect_error<tessera::LimitError>([&] { w.add_dataset(spec(std::string(1025, 'n'), DType::F32, {1}, {1})); },
                                     "name is 1025 bytes (limit 1024)");
@@ -457,12 +466,12 @@ TEST(TetWriterValidation, SinkMustBeEmpty) {
   io::MemorySink sink;
   const std::byte b{1};
   sink.write({&b, 1});
-  expect_error<tessera::UsageError>([&] { TetWriter w(sink); }, "empty sink");
+  expect_error<tessera::UsageError>([&] { TetWriter w(sink, reference_options()); }, "empty sink");
 }
 
 TEST(TetWriterOrder, OutOfOrderAndMissingDataAreUsageErrors) {
   io::MemorySink sink;
-  TetWriter w(sink);
+  TetWriter w(sink, reference_options());
   w.add_dataset(spec("a", DType::U8, {5, 2}, {2, 2}));  // 3 chunk rows: 4, 4, 2 bytes
   w.add_dataset(spec("b", DType::U8, {3}, {3}));
   const std::vector<std::byte> row4(4), row2(2), all_b(3);
@@ -520,7 +529,7 @@ TEST(TetWriterRawTiles, TilesInPartsCutAnywhereAreByteIdentical) {
   ASSERT_EQ(stream.size(), 34u * 64 * 4);
   for (const auto& parts : std::vector<std::vector<std::size_t>>{{stream.size()}, {1}, {7, 64, 1, 300}, {64}, {2000}}) {
     io::MemorySink sink;
-    TetWriter w(sink);
+    TetWriter w(sink, reference_options());
     w.add_dataset(spec("a", DType::F32, {34, 64}, {4, 4}));
     append_in_parts(w, 0, stream, parts);
     w.commit();
@@ -529,7 +538,7 @@ TEST(TetWriterRawTiles, TilesInPartsCutAnywhereAreByteIdentical) {
   // A whole-array tile given a slab at a time.
   const auto values = bytes_of(iota_values<float>(6, 1.0f));
   io::MemorySink sink;
-  TetWriter w(sink);
+  TetWriter w(sink, reference_options());
   w.add_dataset(spec("temperature", DType::F32, {2, 3}, {2, 3}));
   append_in_parts(w, 0, values, {12});
   w.commit();
@@ -549,6 +558,7 @@ TEST(TetWriterRawTiles, MixWithChunkRowsAndOtherDatasets) {
   ref.write_dataset(1, b_values);
   ref.commit();
 
+  // Both with chunk checksums: a tile given in parts is checksummed like a whole one.
   io::MemorySink sink;
   TetWriter w(sink);
   w.add_dataset(spec("a", DType::F32, {34, 64}, {4, 4}));
@@ -571,7 +581,7 @@ TEST(TetWriterRawTiles, MixWithChunkRowsAndOtherDatasets) {
 
 TEST(TetWriterRawTiles, CallOrderErrors) {
   io::MemorySink sink;
-  TetWriter w(sink);
+  TetWriter w(sink, reference_options());
   w.add_dataset(spec("a", DType::U8, {5, 2}, {2, 2}));  // tiles of 4, 4 and 2 bytes
   w.add_dataset(spec("b", DType::U8, {3}, {3}));
   const std::vector<std::byte> eleven(11), three(3);
@@ -611,7 +621,7 @@ class FailingSink final : public io::ByteSink {
 
 TEST(TetWriterOrder, IoFailureInThePreambleAbandonsTheWriter) {
   FailingSink sink(200);  // the preamble alone is 96 + 32 + 4·104 bytes
-  TetWriter w(sink);
+  TetWriter w(sink, reference_options());
   w.add_dataset(spec("a", DType::F32, {4, 4}, {1, 4}));
   const std::vector<std::byte> row(16);
   expect_error<tessera::IoError>([&] { w.write_chunk_row(0, 0, row); }, "disk full");
@@ -620,7 +630,7 @@ TEST(TetWriterOrder, IoFailureInThePreambleAbandonsTheWriter) {
 
 TEST(TetWriterOrder, IoFailureAbandonsTheWriterAndNothingIsCommitted) {
   FailingSink sink(96 + 32 + 4 * 104 + 20);  // room for the preamble and one row
-  TetWriter w(sink);
+  TetWriter w(sink, reference_options());
   w.add_dataset(spec("a", DType::F32, {4, 4}, {1, 4}));
   const std::vector<std::byte> row(16);
   w.write_chunk_row(0, 0, row);
@@ -634,14 +644,14 @@ TEST(TetWriterFile, PathWriterIsAtomic) {
   TempDir dir;
   const auto path = dir / "out.tet";
   {
-    TetWriter w(path.string());
+    TetWriter w(path.string(), reference_options());
     w.add_dataset(spec("a", DType::U8, {3}, {2}));
     w.write_dataset(0, bytes_of(iota_values<std::uint8_t>(3, 1)));
     // Destroyed without commit: nothing appears.
   }
   EXPECT_TRUE(fs::is_empty(dir.path()));
   {
-    TetWriter w(path.string());
+    TetWriter w(path.string(), reference_options());
     w.add_dataset(spec("temperature", DType::F32, {2, 3}, {2, 2}));
     w.write_dataset(0, bytes_of(iota_values<float>(6, 1.0f)));
     w.commit();

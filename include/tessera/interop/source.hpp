@@ -48,6 +48,10 @@ struct SourceArray {
   std::optional<CfPacking> cf;
   std::optional<MissingValues> missing;  // float storage without packing only
   tet::DatasetMetadata metadata;         // attrs, dim_names and coords imported from the source
+  // For the footer's tessera extension: every attribute with its type (the reference-visible
+  // `metadata.attrs` are their limited text form) and, for a `.tet` input, the source dtype and
+  // the CF encoding an earlier convert applied.
+  tet::DatasetExtension extension;
 };
 
 class ArraySource {
@@ -64,6 +68,8 @@ class ArraySource {
                     std::span<std::byte> out) const = 0;
   // History rows the input already carries (a `.tet` input's), kept before the convert row.
   virtual std::vector<tet::HistoryRow> history() const { return {}; }
+  // The container's own (global) attributes, typed.
+  virtual tet::TypedAttributes global_attributes() const { return {}; }
 };
 
 // Each opens the container and lists its arrays (throwing FormatError/IoError naming the file when

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/tet/footer_extension.hpp"
+
 namespace tessera::tet {
 
 struct HistoryRow {
@@ -50,6 +52,10 @@ struct Footer {
   std::vector<HistoryRow> history;
   Metadata metadata;                        // resolved from the spill when metadata_ref is set
   std::optional<MetadataRef> metadata_ref;  // where the metadata was spilled, if it was
+  // The tessera extension (footer_extension.hpp), resolved from its blob when extension_ref is
+  // set; nullopt for files without one (every reference-written file).
+  std::optional<FooterExtension> extension;
+  std::optional<MetadataRef> extension_ref;  // where the extension blob is, if it was spilled
 };
 
 // Tail: u64 history_json_len, u32 history_version (1), "THST".
@@ -84,18 +90,27 @@ struct FooterJson {
   std::vector<HistoryRow> history;
   std::optional<Metadata> metadata;
   std::optional<MetadataRef> metadata_ref;
+  std::optional<FooterExtension> extension;  // the inline `tessera` key
+  std::optional<MetadataRef> extension_ref;  // the `tessera_ref` key
 };
 FooterJson parse_footer_json(std::string_view text);
 Metadata parse_spilled_metadata(std::string_view text);
 // Lenient probe used to find the payload region end before validation (§1.8 "Payload region
 // end"): the metadata_ref length if the JSON parses and carries one, else nullopt.
 std::optional<MetadataRef> probe_metadata_ref(std::string_view text) noexcept;
+// The same probe for `tessera_ref`: where a spilled extension blob lies, if the footer names one.
+std::optional<MetadataRef> probe_extension_ref(std::string_view text) noexcept;
 
 // Serialisation in the writer's key order (compact JSON).
 std::string serialize_metadata(const Metadata& metadata);
 // Footer JSON with inline metadata, or with `metadata_ref` when `ref` is given.
 std::string serialize_footer_json(const std::vector<HistoryRow>& history, const Metadata& metadata,
                                   const std::optional<MetadataRef>& ref);
+// ... followed by the extension: inline (`"tessera": {...}`, `extension_json`) or, with
+// `extension_ref`, as `"tessera_ref"`.
+std::string serialize_footer_json(const std::vector<HistoryRow>& history, const Metadata& metadata,
+                                  const std::optional<MetadataRef>& ref, std::string_view extension_json,
+                                  const std::optional<MetadataRef>& extension_ref);
 
 // The bytes to append at the payload region end: footer JSON (or spill + footer JSON) and the
 // tail. Spills the metadata when the inline footer exceeds 64 KiB. Throws LimitError when a limit
@@ -103,5 +118,11 @@ std::string serialize_footer_json(const std::vector<HistoryRow>& history, const 
 // write (no history and no metadata).
 std::vector<std::byte> encode_footer(const std::vector<HistoryRow>& history, const Metadata& metadata,
                                      std::uint64_t payload_end);
+// With the tessera extension (nothing of it when `extension` is empty). The reference's part is
+// decided exactly as above (the metadata spills when `{"history","metadata"}` exceeds 64 KiB);
+// the extension then goes inline when the footer stays within 64 KiB, else into a blob at
+// `payload_end`, before the metadata spill. Layout: [extension blob][metadata spill][JSON][tail].
+std::vector<std::byte> encode_footer(const std::vector<HistoryRow>& history, const Metadata& metadata,
+                                     const FooterExtension& extension, std::uint64_t payload_end);
 
 }  // namespace tessera::tet

@@ -74,10 +74,18 @@ void decode_chunk_payload(const io::ByteSource& source, const ChunkEntry& entry,
 // large zstd tile is streamed through a small window rather than decoded whole, so a few bytes
 // of payload claiming a huge tile cannot make the check allocate that size.
 void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& entry, std::uint64_t entry_index);
+// The CRC-32C of an entry's stored payload bytes (what the footer extension's chunk_crc32c records).
+std::uint32_t chunk_crc32c(const io::ByteSource& source, const ChunkEntry& entry);
+// The message of a chunk whose stored bytes differ from its recorded CRC-32C (verify and reads).
+std::string checksum_mismatch(std::uint64_t entry_index, std::uint32_t recorded, std::uint32_t computed);
 
 struct ReadOptions {
   // Threads to decode with (0 = all available).
   unsigned threads = 0;
+  // Compare each chunk read with the CRC-32C the footer extension records for it (FormatError
+  // `chunk {i}: stored bytes do not match their CRC-32C …` on a mismatch). Costs one pass over
+  // the stored bytes; files without recorded checksums are read as without the option.
+  bool verify_checksums = false;
 };
 
 class TetFile {
@@ -88,6 +96,9 @@ class TetFile {
 
   const io::ByteSource& source() const noexcept { return *source_; }
   const Layout& layout() const noexcept { return layout_; }
+  // Throws FormatError when entry `entry_index`'s stored bytes differ from the CRC-32C the footer
+  // extension records; does nothing when the file records none.
+  void check_chunk_checksum(std::uint32_t entry_index) const;
   const std::vector<Dataset>& datasets() const noexcept { return datasets_; }
   // First dataset with this exact name, or nullptr.
   const Dataset* find(std::string_view name) const noexcept;

@@ -54,6 +54,12 @@ struct WriterOptions {
   Metadata metadata;
   // Threads compressing the tiles of a chunk row (0 = all available, 1 = the calling thread).
   unsigned threads = 0;
+  // The footer's tessera extension (typed and global attributes, applied CF encoding); its
+  // chunk_crc32c is the writer's to fill. Also reachable through TetWriter::extension().
+  FooterExtension extension;
+  // Record the CRC-32C of every chunk's stored bytes in the extension (verify --deep and the
+  // opt-in read check compare them). Off only to reproduce a reference-written file exactly.
+  bool chunk_checksums = true;
 };
 
 // The zstd levels accepted in a DatasetSpec (libzstd's fast negative levels up to 22).
@@ -111,6 +117,7 @@ class TetWriter {
 
   // Footer contents, editable until commit.
   std::vector<HistoryRow>& history();
+  FooterExtension& extension();
   Metadata& metadata();
 
   std::uint32_t dataset_count() const;

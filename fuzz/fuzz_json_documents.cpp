@@ -1,8 +1,9 @@
 // Fuzz target for the JSON rules every format shares (docs/reliability.md): the strict parser
 // with its nesting limit, the selection parser, the cells where-document parser, the TOML nesting
-// bound and the message escaping.
+// bound, the `.tet` footer extension and the message escaping.
 // Only tessera::Error may escape. Cross-checks: an accepted document nests within the limit and
-// reads back identically from its own dump; printable_text always yields valid UTF-8.
+// reads back identically from its own dump; an accepted footer extension serialises to text that
+// parses back to the same serialisation; printable_text always yields valid UTF-8.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include "tessera/codec/json.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/text.hpp"
+#include "tessera/tet/footer_extension.hpp"
 #include "tessera/tet_query/query_document.hpp"
 #include "tessera/tet_query/selection.hpp"
 
@@ -26,6 +28,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     (void)tessera::cells::parse_obs_where(text);
+  } catch (const tessera::Error&) {
+  }
+  try {
+    if (const auto ext = tessera::tet::parse_footer_extension(text)) {
+      const std::string once = tessera::tet::serialize_footer_extension(*ext);
+      const auto back = tessera::tet::parse_footer_extension(once);
+      if (!back || tessera::tet::serialize_footer_extension(*back) != once) std::abort();
+    }
   } catch (const tessera::Error&) {
   }
   json::Json tree;

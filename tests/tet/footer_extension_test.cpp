@@ -227,6 +227,60 @@ TEST(FooterExtension, AReadWithVerifyChecksumsRefusesAFlippedChunkOthersReadIt) 
   EXPECT_EQ(head[5], 35);
 }
 
+// Opening must succeed or throw a tessera::Error; anything else fails the test.
+void open_or_error(Bytes bytes) {
+  try {
+    const auto file =
+        tet::TetFile::open(std::shared_ptr<const io::ByteSource>(io::owned_memory_source(std::move(bytes))));
+    (void)tet::verify(file.source(), {.deep_decode = true});
+  } catch (const tessera::Error&) {
+  }
+}
+
+TEST(FooterExtension, CorruptExtensionsAreErrorsNeverCrashes) {
+  FooterExtension ext = sample_extension();
+  const Written inline_file = write_sample({}, ext, true);
+  for (int i = 0; i < 3000; ++i)
+    ext.attrs.emplace_back("k" + std::to_string(i), AttributeValue::string(std::string(40, 'v')));
+  const Written spilled = write_sample({}, ext, true);
+  ASSERT_TRUE(spilled.layout.footer->extension_ref);
+  for (const Written* w : {&inline_file, &spilled}) {
+    const std::size_t size = w->bytes.size();
+    const std::size_t footer_start = size - tet::FooterTail::kSize - w->layout.footer_json_len;
+    // Bit flips through the footer JSON and the tail; a stride through a spilled blob.
+    for (std::size_t at = footer_start; at < size; ++at)
+      for (const std::uint8_t mask : {std::uint8_t{0x01}, std::uint8_t{0x20}, std::uint8_t{0x80}}) {
+        Bytes bad = w->bytes;
+        bad[at] ^= std::byte{mask};
+        open_or_error(std::move(bad));
+      }
+    for (std::size_t at = w->layout.payload_end; at < footer_start; at += 997) {
+      Bytes bad = w->bytes;
+      bad[at] ^= std::byte{0x04};
+      open_or_error(std::move(bad));
+    }
+    // Truncation anywhere after the payloads.
+    for (std::size_t len = w->layout.payload_end; len < size; len += w == &spilled ? 613 : 1)
+      open_or_error(Bytes(w->bytes.begin(), w->bytes.begin() + static_cast<std::ptrdiff_t>(len)));
+  }
+  // Huge counts and deep nesting inside the extension text.
+  std::string deep = R"({"version":1,"attrs":[["a",)";
+  for (int i = 0; i < 600; ++i) deep += "[";
+  EXPECT_THROW(tet::parse_footer_extension(deep), FormatError);
+  // A footer naming a blob it cannot have: huge, or not right after the payloads.
+  const std::size_t footer_start =
+      inline_file.bytes.size() - tet::FooterTail::kSize - inline_file.layout.footer_json_len;
+  for (const std::string ref : {R"({"offset":0,"len":18446744073709551615})", R"({"offset":0,"len":8})"}) {
+    const std::string json = R"({"history":[],"tessera_ref":)" + ref + "}";
+    Bytes bad(inline_file.bytes.begin(), inline_file.bytes.begin() + static_cast<std::ptrdiff_t>(footer_start));
+    for (const char c : json) bad.push_back(static_cast<std::byte>(c));
+    bad.resize(bad.size() + tet::FooterTail::kSize);
+    tet::FooterTail{json.size(), 1}.encode_to(bad.data() + bad.size() - tet::FooterTail::kSize);
+    EXPECT_THROW(tet::TetFile::open(std::shared_ptr<const io::ByteSource>(io::owned_memory_source(bad))), FormatError)
+        << ref;
+  }
+}
+
 TEST(FooterExtension, AChecksumListOfTheWrongLengthIsReported) {
   io::MemorySink sink;
   tet::WriterOptions options;

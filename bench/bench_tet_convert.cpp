@@ -19,7 +19,12 @@
 // busy the machine is), the ratios b/a of each round and their median (target ≥ 0.70),
 // b / min(a, c), and the machine's load average at the start and at the end.
 //
-// Usage: bench_tet_convert --out-dir DIR [--repeat R] [--jobs J] [--read-threads T]
+// With `--zstd LEVEL` the output is zstd chunks of that level, and pass (a) becomes what such a
+// conversion cannot do without: libhdf5 reading every chunk plus ZSTD-compressing it at that
+// level, on the `--jobs` threads the converter uses (reads take turns under libhdf5's lock while
+// other threads compress). Target: convert ≥ 0.70 of it.
+//
+// Usage: bench_tet_convert --out-dir DIR [--repeat R] [--jobs J] [--read-threads T] [--zstd LEVEL]
 //                          [--only read|convert|write] NAME=FILE.h5 …
 // (`--only` runs one pass, `--repeat` times with no warm-up and no ratio: for perf and the like.)
 #include <hdf5.h>
@@ -32,12 +37,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench_common.hpp"
+#include "tessera/codec/zstd.hpp"
 #include "tessera/interop/tet_convert.hpp"
 #include "tessera/io/byte_sink.hpp"
 
@@ -57,14 +64,15 @@ struct Args {
   int repeat = 5;
   unsigned jobs = 2;
   int read_threads = 1;
-  std::string only;  // "read", "convert" or "write": that pass alone, once per round (profiling)
+  std::optional<int> zstd_level;  // zstd output, and read + compress as pass (a)
+  std::string only;               // "read", "convert" or "write": that pass alone, once per round (profiling)
   std::vector<Input> inputs;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "bench_tet_convert: %s\nusage: bench_tet_convert --out-dir DIR [--repeat R] [--jobs J] "
-               "[--read-threads T] [--only read|convert|write] NAME=FILE.h5 ...\n",
+               "[--read-threads T] [--zstd LEVEL] [--only read|convert|write] NAME=FILE.h5 ...\n",
                why.c_str());
   std::exit(2);
 }
@@ -82,6 +90,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--jobs") a.jobs = static_cast<unsigned>(std::stoul(value()));
     else if (arg == "--read-threads") a.read_threads = std::stoi(value());
     else if (arg == "--only") a.only = value();
+    else if (arg == "--zstd") a.zstd_level = std::stoi(value());
     else if (arg.find('=') != std::string::npos && arg[0] != '-')
       a.inputs.push_back({arg.substr(0, arg.find('=')), arg.substr(arg.find('=') + 1)});
     else usage("unknown argument " + arg);
@@ -91,6 +100,7 @@ Args parse_args(int argc, char** argv) {
   if (a.repeat < 1 || a.jobs < 1 || a.read_threads < 1) usage("repeats, jobs and threads must be positive");
   if (!a.only.empty() && a.only != "read" && a.only != "convert" && a.only != "write")
     usage("--only takes read, convert or write");
+  if (a.zstd_level) a.read_threads = std::max(a.read_threads, static_cast<int>(a.jobs));  // the same threads
   return a;
 }
 
@@ -159,12 +169,21 @@ class Hdf5Chunks {
   std::uint64_t chunks_ = 0, bytes_ = 0;
 };
 
-// Pass (a): every chunk once, chunks dealt to `threads` threads, one reused buffer per thread.
-void read_all_chunks(const Hdf5Chunks& h5, int threads) {
+// Pass (a): every chunk once, chunks dealt to `threads` threads, one reused buffer per thread;
+// with a zstd level each chunk is also compressed (into a reused buffer, as the writer does).
+void read_all_chunks(const Hdf5Chunks& h5, int threads, std::optional<int> zstd_level = std::nullopt) {
   std::atomic<std::uint64_t> next{0};
   auto work = [&] {
     std::unique_ptr<float[]> buffer(new float[h5.chunk_elements()]);
-    for (std::uint64_t k; (k = next.fetch_add(1)) < h5.chunks();) h5.read(k, buffer.get());
+    std::vector<std::byte> compressed;
+    for (std::uint64_t k; (k = next.fetch_add(1)) < h5.chunks();) {
+      h5.read(k, buffer.get());
+      if (!zstd_level) continue;
+      compressed.clear();
+      tessera::codec::zstd_compress_append(
+          {reinterpret_cast<const std::byte*>(buffer.get()), h5.chunk_elements() * sizeof(float)}, compressed,
+          {*zstd_level, /*content_size=*/true, /*checksum=*/false});
+    }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
@@ -173,8 +192,13 @@ void read_all_chunks(const Hdf5Chunks& h5, int threads) {
 }
 
 // Pass (b): the whole conversion (removing the output is left to the caller, outside the timing).
-void convert(const fs::path& input, const fs::path& output, unsigned jobs) {
-  interop::convert_to_tet(input.string(), output.string(), {.jobs = jobs, .at = "0"});
+void convert(const fs::path& input, const fs::path& output, unsigned jobs, std::optional<int> zstd_level) {
+  interop::ConvertOptions options{.jobs = jobs, .at = "0"};
+  if (zstd_level) {
+    options.codec = tessera::tet::Codec::Zstd;
+    options.level = *zstd_level;
+  }
+  interop::convert_to_tet(input.string(), output.string(), options);
 }
 
 // Pass (c): `bytes` through an atomic file sink, committed (fsync + rename); removed by the caller.
@@ -216,8 +240,10 @@ Stats stats(std::vector<double> v) {
 int run(const Args& args) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   fs::create_directories(args.out_dir);
-  std::printf("tet-convert: %d round(s), convert --jobs %u, libhdf5 read on %d thread(s), output in %s\n", args.repeat,
-              args.jobs, args.read_threads, args.out_dir.c_str());
+  std::printf("tet-convert: %d round(s), convert --jobs %u%s, libhdf5 read%s on %d thread(s), output in %s\n",
+              args.repeat, args.jobs,
+              args.zstd_level ? (" --codec zstd --level " + std::to_string(*args.zstd_level)).c_str() : "",
+              args.zstd_level ? " + zstd compress" : "", args.read_threads, args.out_dir.c_str());
   print_load("start");
   std::printf("\n");
   std::printf("%-10s %-34s %12s %22s %10s\n", "input", "pass", "median MB/s", "min … max", "CPU s");
@@ -229,17 +255,17 @@ int run(const Args& args) {
     if (!args.only.empty()) {
       for (int r = 0; r < args.repeat; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
-        if (args.only == "read") read_all_chunks(h5, args.read_threads);
+        if (args.only == "read") read_all_chunks(h5, args.read_threads, args.zstd_level);
         else if (args.only == "write") write_only(output, h5.bytes());
-        else convert(input.path, output, args.jobs);
+        else convert(input.path, output, args.jobs, args.zstd_level);
         std::printf("%-10s %-34s %12.0f\n", input.name.c_str(), args.only.c_str(), mb / seconds_since(t0));
         fs::remove(output);
       }
       continue;
     }
     // Warm-up: every pass once (page cache, allocator, thread pools).
-    read_all_chunks(h5, args.read_threads);
-    convert(input.path, output, args.jobs);
+    read_all_chunks(h5, args.read_threads, args.zstd_level);
+    convert(input.path, output, args.jobs, args.zstd_level);
     fs::remove(output);
     write_only(output, h5.bytes());
     fs::remove(output);
@@ -251,8 +277,8 @@ int run(const Args& args) {
         const int pass = (k + r) % 3;  // each round starts one pass later
         const auto t0 = std::chrono::steady_clock::now();
         const double c0 = cpu_seconds();
-        if (pass == 0) read_all_chunks(h5, args.read_threads);
-        else if (pass == 1) convert(input.path, output, args.jobs);
+        if (pass == 0) read_all_chunks(h5, args.read_threads, args.zstd_level);
+        else if (pass == 1) convert(input.path, output, args.jobs, args.zstd_level);
         else write_only(output, h5.bytes());
         t[pass] = seconds_since(t0);
         cpu[pass].push_back(cpu_seconds() - c0);
@@ -269,7 +295,7 @@ int run(const Args& args) {
       std::printf("%-10s %-34s %12.0f %10.0f … %-10.0f %10.2f\n", input.name.c_str(), pass, x.median, x.min, x.max,
                   tessera::bench::median(seconds));
     };
-    row("(a) libhdf5 read (H5Dread/chunk)", a, cpu[0]);
+    row(args.zstd_level ? "(a) libhdf5 read + zstd compress" : "(a) libhdf5 read (H5Dread/chunk)", a, cpu[0]);
     row("(b) convert_to_tet", b, cpu[1]);
     row("(c) write only (AtomicFileSink)", c, cpu[2]);
     std::fflush(stdout);  // a row per input as it finishes, also when stdout is a file

@@ -35,7 +35,7 @@
 #       cells over a 100-tile dataset; ratios are taken within each round. The tile and dataset
 #       are generated once into build/bench-data/cells-bench/.
 #
-#   scripts/bench.sh tet-convert [--size-gib N] [--repeat R] [--jobs J] [--read-threads T] [--out-dir DIR]
+#   scripts/bench.sh tet-convert [--size-gib N] [--repeat R] [--jobs J] [--read-threads T] [--zstd LEVEL] [--out-dir DIR]
 #       `tet convert` of a chunked f32 HDF5 file (about N GiB, default 2; uncompressed and gzip-1,
 #       written once by h5py into build/bench-data/) against reading the same chunks with libhdf5
 #       alone (bench/bench_tet_convert.cpp, driven by scripts/bench_tet_convert.sh).

@@ -10,6 +10,7 @@
 # smooth fields rather than noise. R = size in GiB x 256 (512 for the default 2 GiB).
 #
 # Options: --size-gib N (default 2), --repeat R (5), --jobs J (2), --read-threads T (1),
+#          --zstd LEVEL (zstd output; the baseline reads and compresses on the same threads),
 #          --out-dir DIR (build/bench-data/tet-convert-out; a tmpfs such as /dev/shm leaves the
 #          device's writeback out of the convert pass).
 # Environment: BUILD_DIR (default build/release).
@@ -25,7 +26,7 @@ out_dir="$data_dir/tet-convert-out"
 while [ $# -gt 0 ]; do
   case "$1" in
     --size-gib) size_gib="$2"; shift 2 ;;
-    --repeat | --jobs | --read-threads) bench_args+=("$1" "$2"); shift 2 ;;
+    --repeat | --jobs | --read-threads | --zstd) bench_args+=("$1" "$2"); shift 2 ;;
     --out-dir) out_dir="$2"; shift 2 ;;
     *) echo "bench_tet_convert.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac

@@ -178,7 +178,10 @@ class PyTetFile {
   std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> resolve(
       const std::string& name, const std::string& selection_json) const {
     const auto& d = find_dataset(*file_, name);
-    const auto box = tet::resolve_selection(d, file_->metadata_of(name), tet::parse_selection_text(selection_json));
+    const auto selection = tet::parse_selection_text(selection_json);
+    const tet::DatasetMetadata* md = file_->metadata_of(name);
+    const auto labelled = tet::selects_by_label(selection) ? tet::with_coordinate_labels(*file_, d, md) : std::nullopt;
+    const auto box = tet::resolve_selection(d, labelled ? &*labelled : md, selection);
     std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> out;
     for (const auto& r : box) out.emplace_back(r.start, r.stop, r.step);
     return out;

@@ -213,6 +213,21 @@ class Dataset:
             return int(dim)
         raise UsageError(f"dataset {self.name!r} has no dimension {dim!r}; dimensions: {self.dim_names or list(range(self.ndim))}")
 
+    def _label_text_for(self, dim):
+        """How a label given for `dim` is written as text: numbers as the footer writes them (the
+        shortest positional digits, in the coordinate dataset's float width: -29.0 → "-29"),
+        anything else with str()."""
+        coordinate = self._file._datasets.get(dim)
+        width = coordinate.dtype if coordinate is not None and coordinate.dtype.kind == "f" else np.dtype("f8")
+
+        def text(value) -> str:
+            if isinstance(value, (bool, np.bool_, str)) or not isinstance(value, (int, float, np.number)):
+                return str(value)
+            if isinstance(value, (int, np.integer)):
+                return str(int(value))
+            return np.format_float_positional(width.type(value), trim="-")
+        return text
+
     def sel(self, **selection) -> np.ndarray:
         """Selects by coordinate labels, with the query engine's rules (tet.md §3.3).
 
@@ -224,15 +239,16 @@ class Dataset:
         drop = []
         for dim, want in selection.items():
             axis = self._axis_of(dim)
+            text = self._label_text_for(dim)
             if isinstance(want, slice):
                 if want.step not in (None, 1):
                     entries[axis]["step"] = int(want.step)
                 if want.start is not None:
-                    entries[axis]["start_label"] = str(want.start)
+                    entries[axis]["start_label"] = text(want.start)
                 if want.stop is not None:
-                    entries[axis]["stop_label"] = str(want.stop)
+                    entries[axis]["stop_label"] = text(want.stop)
             else:
-                entries[axis]["start_label"] = str(want)
+                entries[axis]["start_label"] = text(want)
                 drop.append(axis)
         ranges = self._file._file.resolve(self.name, json.dumps(entries))
         if drop:  # a single label: exactly that index

@@ -3,12 +3,9 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 
-#include "tessera/core/endian.hpp"
-#include "tessera/core/half.hpp"
 #include "tessera/core/text.hpp"
 #include "tessera/tet/footer.hpp"
 
@@ -18,43 +15,12 @@ namespace {
 constexpr std::array<std::string_view, 8> kPreferredAttrs = {"units", "long_name",    "standard_name", "description",
                                                              "title", "scale_factor", "add_offset",    "_FillValue"};
 
-template <typename T>
-std::string fixed_shortest(T v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  // Positional notation of the shortest round-trip digits: at most ~330 characters for a double.
-  char buf[400];
-  const auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
-  return std::string(buf, res.ptr);
-}
-
 }  // namespace
-
-std::string decimal_text(double v) { return fixed_shortest(v); }
-std::string decimal_text(float v) { return fixed_shortest(v); }
 
 std::string attribute_number_text(double v) {
   const auto f = static_cast<float>(v);
   if (std::isfinite(v) && static_cast<double>(f) == v) return decimal_text(f);
   return decimal_text(v);
-}
-
-std::string element_text(DType dtype, const std::byte* p) {
-  switch (dtype) {
-    case DType::Bool:
-    case DType::U8: return std::to_string(load_le<std::uint8_t>(p));
-    case DType::U16: return std::to_string(load_le<std::uint16_t>(p));
-    case DType::U32: return std::to_string(load_le<std::uint32_t>(p));
-    case DType::U64: return std::to_string(load_le<std::uint64_t>(p));
-    case DType::I8: return std::to_string(load_le<std::int8_t>(p));
-    case DType::I16: return std::to_string(load_le<std::int16_t>(p));
-    case DType::I32: return std::to_string(load_le<std::int32_t>(p));
-    case DType::I64: return std::to_string(load_le<std::int64_t>(p));
-    case DType::F16: return decimal_text(half_to_float(load_le<std::uint16_t>(p)));
-    case DType::F32: return decimal_text(load_le<float>(p));
-    case DType::F64: return decimal_text(load_le<double>(p));
-  }
-  return {};
 }
 
 bool valid_footer_string(std::string_view s) noexcept {

@@ -14,22 +14,18 @@
 #include <vector>
 
 #include "tessera/core/dtype.hpp"
+#include "tessera/core/number_text.hpp"
 
 namespace tessera::interop::detail {
 
-// Shortest text that reads back to the same value, in positional notation: 0.01, 273.15, -9999,
-// 1e20 → "100000000000000000000". NaN → "NaN", ±inf → "inf" / "-inf". The f32 form uses the f32
-// digits (0.01f → "0.01", not the digits of its f64 widening).
-std::string decimal_text(double v);
-std::string decimal_text(float v);
+// Shortest positional text of a number, and of one element (core/number_text.hpp).
+using ::tessera::decimal_text;
+using ::tessera::element_text;
 
 // A floating-point attribute value as footer text: a double that is exactly an f32 value (the
 // usual `scale_factor` 0.009999999776482582 written from float32 data) uses the shorter f32
 // digits ("0.01"), which still read back to the same value; other doubles keep all their digits.
 std::string attribute_number_text(double v);
-
-// One little-endian element of `dtype` (f16 as its value, bool as 0/1) as decimal text.
-std::string element_text(DType dtype, const std::byte* element);
 
 // A footer string: 1..1024 bytes of valid UTF-8.
 bool valid_footer_string(std::string_view s) noexcept;

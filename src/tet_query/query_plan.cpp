@@ -22,7 +22,10 @@ Plan build_plan(const TetFile& file, const Dataset& ds, const DatasetMetadata* m
   p.ds = &ds;
   p.md = md;
   try {
-    p.box = selection.empty() ? ds.full_box() : resolve_selection(ds, md, selection);
+    // Labels may come from coordinate datasets as well as from the footer's coords.
+    const std::optional<DatasetMetadata> labelled =
+        selects_by_label(selection) ? with_coordinate_labels(file, ds, md) : std::nullopt;
+    p.box = selection.empty() ? ds.full_box() : resolve_selection(ds, labelled ? &*labelled : md, selection);
   } catch (const UsageError& e) {
     fail(e.what());
   }

@@ -1,6 +1,10 @@
 #include "tessera/tet_query/selection.hpp"
 
+#include <algorithm>
+
 #include "tessera/codec/json.hpp"
+#include "tessera/core/checked.hpp"
+#include "tessera/core/number_text.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::tet {
@@ -104,6 +108,32 @@ Box resolve_selection(const Dataset& ds, const DatasetMetadata* md, const std::v
                        " >= " + std::to_string(r.stop) + ")");
   }
   return box;
+}
+
+std::optional<DatasetMetadata> with_coordinate_labels(const TetFile& file, const Dataset& ds,
+                                                      const DatasetMetadata* md) {
+  if (!md || !md->dim_names || md->dim_names->size() != ds.ndim()) return std::nullopt;
+  std::optional<DatasetMetadata> out;
+  for (std::size_t d = 0; d < ds.ndim(); ++d) {
+    const std::string& dim = (*md->dim_names)[d];
+    if (md->coords.contains(dim)) continue;
+    const Dataset* coordinate = file.find(dim);
+    if (!coordinate || coordinate->ndim() != 1 || coordinate->shape[0] != ds.shape[d]) continue;
+    std::vector<std::byte> values(coordinate->logical_bytes);
+    file.read_box(*coordinate, coordinate->full_box(), values);
+    std::vector<std::string> labels;
+    labels.reserve(checked_size(ds.shape[d]));
+    for (std::size_t at = 0; at < values.size(); at += coordinate->element_size())
+      labels.push_back(element_text(coordinate->dtype, values.data() + at));
+    if (!out) out = *md;
+    out->coords[dim] = std::move(labels);
+  }
+  return out;
+}
+
+bool selects_by_label(const std::vector<SelectionEntry>& entries) noexcept {
+  return std::any_of(entries.begin(), entries.end(),
+                     [](const SelectionEntry& e) { return e.start_label || e.stop_label; });
 }
 
 }  // namespace tessera::tet

@@ -338,3 +338,23 @@ def test_mask_and_scale_false_gives_the_stored_values(climate):
     want = open_nc(climate / "clim.nc", mask_and_scale=False)["pr"]
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.values, want.values)
+
+
+# ---- labels through coordinate datasets (any length), in tessera.tet and the query engine ----
+
+def test_labels_resolve_through_coordinate_datasets_longer_than_64(climate):
+    f = tet.open(climate / "clim.tet")
+    assert len(f["lat"].shape) == 1 and f["lat"].shape[0] == 90 and not f["tas"].coords  # no footer labels
+    with netCDF4.Dataset(climate / "clim.nc") as nc:
+        lat, lon = nc["lat"][:].data, nc["lon"][:].data
+        tas = nc["tas"][:].filled(np.nan)
+    i0, i1 = int(np.flatnonzero(lat == -29)[0]), int(np.flatnonzero(lat == 31)[0])
+    j0, j1 = int(np.flatnonzero(lon == 100)[0]), int(np.flatnonzero(lon == 200)[0])
+    np.testing.assert_array_equal(f["tas"].sel(lat=slice(-29.0, 31), lon=slice(100, 200)), tas[:, i0:i1, j0:j1])
+    np.testing.assert_array_equal(f["tas"].sel(lat=-29), tas[:, i0, :])
+    doc = {"dataset": "tas", "mean": [],
+           "selection": [{}, {"start_label": "-29", "stop_label": "31"}, {"start_label": "100", "stop_label": "200"}]}
+    got = f.query(doc)["execution"]["operation_mean"]
+    assert got == pytest.approx(float(np.mean(tas[:, i0:i1, j0:j1], dtype=np.float64)), rel=1e-9)
+    with pytest.raises(tessera.UsageError, match='unknown coordinate label "-28"'):
+        f["tas"].sel(lat=slice(-28, 31))

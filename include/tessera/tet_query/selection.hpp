@@ -35,4 +35,15 @@ std::vector<SelectionEntry> parse_selection_text(const std::string& text);
 Box resolve_selection(const Dataset& dataset, const DatasetMetadata* metadata,
                       const std::vector<SelectionEntry>& entries);
 
+// Labels from coordinate datasets (tessera's divergence, docs/compat.md Q10): `metadata` with
+// `coords` added for each axis whose footer has no labels but whose dimension has a coordinate
+// dataset in `file` — a 1-D numeric dataset named like the dimension (the CF rule) and as long as
+// the axis — each value's text as convert writes labels (core/number_text.hpp), at any length
+// (the footer keeps at most 64). nullopt when nothing is added (no dim_names, or no such dataset).
+std::optional<DatasetMetadata> with_coordinate_labels(const TetFile& file, const Dataset& dataset,
+                                                      const DatasetMetadata* metadata);
+
+// Whether any entry selects by label (only then are coordinate datasets worth reading).
+bool selects_by_label(const std::vector<SelectionEntry>& entries) noexcept;
+
 }  // namespace tessera::tet

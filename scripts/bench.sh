@@ -40,6 +40,11 @@
 #       written once by h5py into build/bench-data/) against reading the same chunks with libhdf5
 #       alone (bench/bench_tet_convert.cpp, driven by scripts/bench_tet_convert.sh).
 #
+#   scripts/bench.sh tet-xarray [--gib G] [--repeat R] [--codec raw|zstd]
+#       The mean of a whole G GiB f32 `.tet` dataset (default 2) through the xarray backend with
+#       Dask (`chunks={}`) against the query engine's `mean` and numpy on `.values`
+#       (bench/bench_tet_xarray.py; input written once by `tessera tet synth` into build/bench-data/).
+#
 #   scripts/bench.sh tet-query [--size-gib N] [--median-gib M] [--repeat R] [--threads T]
 #       Whole-process `tessera tet query … -x -q` (scalar and axis-0 mean over an N GiB f32 file,
 #       default 4, raw and zstd) against a plain mmap sum and zstd-only decompression of the same
@@ -181,6 +186,12 @@ case "$command" in
     mkdir -p "$data_dir"
     exec /usr/bin/python3 "$root/bench/bench_ragged_granules.py" --data-dir "$data_dir/ragged-granules" \
       --cli "$build_dir/tessera" "$@"
+    ;;
+  tet-xarray)
+    build tessera
+    build _tessera
+    PATH="$build_dir:$PATH" PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" \
+      exec /usr/bin/python3 "$root/bench/bench_tet_xarray.py" "$@"
     ;;
   scale-out)
     build tessera

@@ -10,4 +10,5 @@ pytest.importorskip("dask")
 
 def test_tet_xarray_benchmark_runs(tmp_path):
     run_smoke("bench_tet_xarray.py", "--data-dir", tmp_path,
-              figures=["query engine mean", "xarray + Dask mean", "numpy mean of .values", "xarray / engine (b/a)"])
+              figures=["query engine mean", "xarray + Dask mean", "query engine nan_mean", "xarray + Dask mean, skipna",
+                       "numpy mean of .values", "xarray / engine (b/a)", "skipna xarray / engine (b'/a')"])

@@ -38,7 +38,8 @@ def make_input(path: pathlib.Path, gib: float, codec: str) -> None:
         return
     spec = f"v:f32:{rows}x1024x1024:16x256x256" + (":zstd:3" if codec == "zstd" else "")
     print(f"writing {path} ({spec}) with tessera tet synth ...", flush=True)
-    subprocess.run(["tessera", "tet", "synth", str(path), "--dataset", spec], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([str(tessera.cli_path()), "tet", "synth", str(path), "--dataset", spec], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def main() -> int:

@@ -2,21 +2,21 @@
 raw and with `--zstd 3` (whose baseline reads and compresses), and prints every row and ratio of
 its summary; no timing is asserted (docs/performance.md records measured runs)."""
 import pathlib
-import shutil
 import subprocess
 
 import h5py
 import numpy as np
 import pytest
 
+import tessera
+
 
 @pytest.fixture(scope="module")
 def bench_binary():
-    cli = shutil.which("tessera")
-    assert cli, "the tessera CLI of the build under test is not on PATH"
-    binary = pathlib.Path(cli).resolve().parent / "bench" / "bench_tet_convert"
+    """The benchmark of the build tree whose package is under test (BUILD/python/tessera)."""
+    binary = pathlib.Path(tessera.__file__).resolve().parents[2] / "bench" / "bench_tet_convert"
     if not binary.exists():
-        pytest.skip(f"{binary} is not built (a build without benchmarks)")
+        pytest.skip(f"{binary} is not built (an installed package, or a build without benchmarks)")
     return binary
 
 

@@ -4,7 +4,6 @@ source, and the CLI's `verify --deep` against a flipped byte in a converted file
 
 The truth is h5py / netCDF4 (Debian's) on the source file."""
 import json
-import subprocess
 
 import h5py
 import netCDF4
@@ -97,8 +96,7 @@ def test_verify_deep_reports_a_flipped_byte_the_codec_does_not_notice(tmp_path):
     data[offset + 7] ^= 0x01  # a raw f64 of chunk 1: still a number, a different one
     (tmp_path / "bad.tet").write_bytes(bytes(data))
     assert tet.open(tmp_path / "bad.tet")["v"][1000] != 1000.0  # the reader alone cannot tell
-    out = subprocess.run(["tessera", "tet", "verify", "--deep", "--json", str(tmp_path / "bad.tet")],
-                         capture_output=True, text=True)
+    out = run_cli("tet", "verify", "--deep", "--json", tmp_path / "bad.tet", check=False)
     assert out.returncode == 1, out.stderr
     report = json.loads(out.stdout)
     details = [f.get("detail", "") for f in report["findings"] if not f["ok"]]

@@ -47,18 +47,25 @@ MAGIC = b"TETR"  # superblock magic, tet.md §1.2
 SOURCE_ENCODING_ATTRS = ("_FillValue", "missing_value", "scale_factor", "add_offset")
 
 
-class TetBackendArray(BackendArray):
+class RegionArray(BackendArray):
+    """A lazy backend array whose `_read(key)` reads one region given by integers and slices."""
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        # BASIC: the reader takes integers and slices of any step; xarray applies array indexers
+        # to the (smallest) block that holds them.
+        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.BASIC, self._read)
+
+    def _read(self, key: tuple) -> np.ndarray:
+        raise NotImplementedError
+
+
+class TetBackendArray(RegionArray):
     """One `.tet` dataset as xarray's lazy backend array: each access reads only its region."""
 
     def __init__(self, dataset: tet.Dataset):
         self.dataset = dataset
         self.shape = dataset.shape
         self.dtype = dataset.dtype
-
-    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        # BASIC: the reader takes integers and slices of any step; xarray applies array indexers
-        # to the (smallest) block that holds them.
-        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.BASIC, self._read)
 
     def _read(self, key: tuple) -> np.ndarray:
         out = self.dataset[key]
@@ -71,7 +78,7 @@ class TetBackendArray(BackendArray):
         return _reopened_array, (absolute(self.dataset.file.path), self.dataset.name)
 
 
-class SourceEncodedArray(BackendArray):
+class SourceEncodedArray(RegionArray):
     """A dataset's values in the source's encoding (`mask_and_scale=False`): the applied packing
     undone (rounded to the source's integers) and NaN turned back into the fill value."""
 
@@ -85,9 +92,6 @@ class SourceEncodedArray(BackendArray):
         self.fill = None if fill is None else np.ravel(fill)[0]
         packed = self.scale is not None or self.offset is not None
         self.dtype = encoding.source_dtype if packed and encoding.source_dtype is not None else array.dtype
-
-    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.BASIC, self._read)
 
     def _read(self, key: tuple) -> np.ndarray:
         values = np.array(self.array._read(key), dtype=np.float64)

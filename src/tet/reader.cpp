@@ -292,25 +292,31 @@ void decode_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std
   }
 }
 
-void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std::uint64_t entry_index) {
+void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std::uint64_t entry_index,
+                         const std::uint32_t* recorded_crc) {
   // Raw tiles are no larger than the file (S13); zstd tiles can claim any size, so large ones
-  // are only streamed through a window instead of being decoded whole.
+  // are only streamed through a window instead of being decoded whole. The stored bytes are read
+  // once, for the checksum and the decode alike.
   constexpr std::uint64_t kWholeTileBytes = std::uint64_t{16} << 20;
-  bool whole = true;
-  switch (entry_codec(e)) {
-    case Codec::Raw: break;
-    case Codec::Zstd: whole = e.raw_byte_len <= kWholeTileBytes; break;
-  }
-  if (whole) {
-    thread_local std::vector<std::byte> tile;
-    tile.resize(checked_size(e.raw_byte_len, "chunk raw_byte_len"));
-    decode_chunk_payload(source, e, entry_index, tile);
-    return;
+  const std::span<const std::byte> stored = stored_payload(source, e);  // a failed read stays an IoError
+  if (recorded_crc != nullptr) {
+    const std::uint32_t computed = codec::crc32c(stored);
+    if (computed != *recorded_crc)
+      throw FormatError(checksum_mismatch(entry_index, *recorded_crc, computed), source.name(), "chunk payload");
   }
   try {
-    codec::zstd_check_decoded_length(stored_payload(source, e), e.raw_byte_len);
-  } catch (const IoError&) {
-    throw;
+    switch (entry_codec(e)) {
+      case Codec::Raw: return;  // the stored bytes are the tile
+      case Codec::Zstd:
+        if (e.raw_byte_len > kWholeTileBytes) {
+          codec::zstd_check_decoded_length(stored, e.raw_byte_len);
+        } else {
+          thread_local std::vector<std::byte> tile;
+          tile.resize(checked_size(e.raw_byte_len, "chunk raw_byte_len"));
+          codec::zstd_decompress_into(stored, tile);
+        }
+        return;
+    }
   } catch (const Error& err) {
     rethrow_as_chunk_error(source, entry_index, err);
   }

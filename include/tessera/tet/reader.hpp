@@ -73,7 +73,10 @@ void decode_chunk_payload(const io::ByteSource& source, const ChunkEntry& entry,
 // The decode check of `verify`: succeeds or fails exactly as decode_chunk_payload would, but a
 // large zstd tile is streamed through a small window rather than decoded whole, so a few bytes
 // of payload claiming a huge tile cannot make the check allocate that size.
-void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& entry, std::uint64_t entry_index);
+// With `recorded_crc`, the stored bytes are first compared with it (FormatError
+// `chunk {i}: stored bytes do not match their CRC-32C …`); they are read once for both checks.
+void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& entry, std::uint64_t entry_index,
+                         const std::uint32_t* recorded_crc = nullptr);
 // The CRC-32C of an entry's stored payload bytes (what the footer extension's chunk_crc32c records).
 std::uint32_t chunk_crc32c(const io::ByteSource& source, const ChunkEntry& entry);
 // The message of a chunk whose stored bytes differ from its recorded CRC-32C (verify and reads).

@@ -3,6 +3,12 @@
 // before the first byte is written. Chunk files are written in parallel (oneTBB): interior tiles
 // verbatim, edge tiles decoded, padded with the fill value and re-encoded (TD-5). Metadata is
 // pretty JSON with sorted keys, as the reference writes it; the root `zarr.json` comes last.
+//
+// A file with the tessera footer extension exports its attributes as CF readers of Zarr expect
+// them: typed JSON values (numbers stay numbers, arrays stay arrays), the global attributes on the
+// root group, and no `_FillValue` / `missing_value` / `scale_factor` / `add_offset` whose effect
+// the stored values already carry (a reader would decode them twice); a float dataset whose fill
+// values convert made NaN gets NaN as its Zarr fill value (compat X16).
 #include "tessera/interop/tet_export.hpp"
 
 #include <tbb/parallel_for.h>
@@ -24,6 +30,7 @@
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/half.hpp"
+#include "tessera/core/number_text.hpp"
 #include "tessera/io/store.hpp"
 #include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet/reader.hpp"
@@ -101,6 +108,42 @@ std::optional<std::vector<std::byte>> fill_from_attr(const std::string& text, DT
   });
 }
 
+// A typed attribute as a plain JSON value, as Zarr attributes hold it (and xarray's Zarr writer
+// writes them): one stored scalar as a number or string, anything else as an array. JSON has no
+// NaN or infinity; they are written as Zarr v3 writes non-finite fill values.
+Json attribute_json(const tet::AttributeValue& v) {
+  Json items = Json::array();
+  if (v.type == "str") {
+    for (const auto& text : v.text) items.push_back(text);
+  } else if (v.type == "float32" || v.type == "float64") {
+    for (const double x : v.real_values) {
+      if (std::isnan(x)) items.push_back("NaN");
+      else if (std::isinf(x)) items.push_back(x > 0 ? "Infinity" : "-Infinity");
+      else items.push_back(x);
+    }
+  } else if (v.type == "bool") {
+    for (const auto x : v.signed_values) items.push_back(x != 0);
+  } else {
+    for (const auto x : v.signed_values) items.push_back(x);
+    for (const auto x : v.unsigned_values) items.push_back(x);
+  }
+  if (v.scalar && items.size() == 1) return items[0];
+  return items;
+}
+
+// The first value of a typed attribute as the text fill_from_attr reads (integers exactly).
+std::string first_value_text(const tet::AttributeValue& v) {
+  if (!v.text.empty()) return v.text.front();
+  if (!v.signed_values.empty()) return std::to_string(v.signed_values.front());
+  if (!v.unsigned_values.empty()) return std::to_string(v.unsigned_values.front());
+  if (!v.real_values.empty()) return decimal_text(v.real_values.front());
+  return {};
+}
+
+bool was_applied(const tet::DatasetExtension* ext, std::string_view name) {
+  return ext != nullptr && std::find(ext->applied.begin(), ext->applied.end(), name) != ext->applied.end();
+}
+
 struct ExportDataset {
   const tet::Dataset* ds = nullptr;
   tet::Codec codec = tet::Codec::Raw;
@@ -110,14 +153,26 @@ struct ExportDataset {
   // axis whose chunk is longer than the array there is one chunk either way, so the grid and
   // every tile are the same, but the padded edge chunk is no larger than the data.
   std::vector<std::uint64_t> chunk_shape;
+  const tet::DatasetExtension* extension = nullptr;  // typed attributes and applied encoding, if recorded
 };
+
+// The footer's text attributes, then (overriding them) the extension's typed ones, without the CF
+// encoding attributes the stored values already carry.
+Json array_attributes(const ExportDataset& x, const tet::DatasetMetadata* md) {
+  Json attributes = Json::object();
+  attributes["tetration_dtype"] = std::string(dtype_info(x.ds->dtype).name);
+  if (md != nullptr)
+    for (const auto& [k, v] : md->attrs)
+      if (!was_applied(x.extension, k)) attributes[k] = v;
+  if (x.extension != nullptr)
+    for (const auto& [k, v] : x.extension->attrs)
+      if (!was_applied(x.extension, k)) attributes[k] = attribute_json(v);
+  return attributes;
+}
 
 Json array_metadata(const ExportDataset& x, const tet::DatasetMetadata* md) {
   const tet::Dataset& ds = *x.ds;
-  Json attributes = Json::object();
-  attributes["tetration_dtype"] = std::string(dtype_info(ds.dtype).name);
-  if (md != nullptr)
-    for (const auto& [k, v] : md->attrs) attributes[k] = v;
+  Json attributes = array_attributes(x, md);
   Json codecs = Json::array();
   codecs.push_back({{"name", "bytes"}, {"configuration", {{"endian", "little"}}}});
   switch (x.codec) {
@@ -139,6 +194,26 @@ Json array_metadata(const ExportDataset& x, const tet::DatasetMetadata* md) {
   meta["storage_transformers"] = Json::array();
   meta["zarr_format"] = 3;
   return meta;
+}
+
+// The Zarr fill value: NaN for a float dataset whose fill values convert made NaN; else the
+// dataset's `_FillValue` (typed when recorded, else the footer text) when its type holds it;
+// else zero.
+std::vector<std::byte> export_fill(const ExportDataset& x, const tet::DatasetMetadata* md) {
+  const DType dtype = x.ds->dtype;
+  if (is_float(dtype) && (was_applied(x.extension, "_FillValue") || was_applied(x.extension, "missing_value")))
+    if (auto nan = fill_from_attr("NaN", dtype)) return std::move(*nan);
+  std::optional<std::string> text;
+  if (x.extension != nullptr && !was_applied(x.extension, "_FillValue"))
+    for (const auto& [k, v] : x.extension->attrs)
+      if (k == "_FillValue") text = first_value_text(v);
+  if (!text && md != nullptr && !was_applied(x.extension, "_FillValue")) {
+    const auto attr = md->attrs.find("_FillValue");
+    if (attr != md->attrs.end()) text = attr->second;
+  }
+  if (text)
+    if (auto fill = fill_from_attr(*text, dtype)) return std::move(*fill);
+  return zarr::zero_fill(x.type).element;
 }
 
 // Every refusal of §6.7 and the names Zarr cannot hold, before anything is written.
@@ -163,13 +238,13 @@ std::vector<ExportDataset> plan_export(const tet::TetFile& file, const std::stri
                                input, ds.name);
     x.codec = tet::entry_codec(file.entry(ds.entry_of_chunk.front()));
     x.type = zarr::DataType::fixed(ds.dtype);
-    x.fill = zarr::zero_fill(x.type).element;
     for (std::size_t d = 0; d < ds.ndim(); ++d) x.chunk_shape.push_back(std::min(ds.chunk_shape[d], ds.shape[d]));
-    if (const auto* md = file.metadata_of(ds.name)) {
-      const auto attr = md->attrs.find("_FillValue");
-      if (attr != md->attrs.end())
-        if (auto fill = fill_from_attr(attr->second, ds.dtype)) x.fill = std::move(*fill);
+    const auto& footer = file.layout().footer;
+    if (footer && footer->extension) {
+      const auto found = footer->extension->datasets.find(ds.name);
+      if (found != footer->extension->datasets.end()) x.extension = &found->second;
     }
+    x.fill = export_fill(x, file.metadata_of(ds.name));
     out.push_back(std::move(x));
   }
   for (const std::string& g : groups)
@@ -260,9 +335,15 @@ ExportSummary export_tet_to_zarr(const std::string& input, const std::string& ou
     put_json(store, name + "/zarr.json", array_metadata(x, file.metadata_of(name)));
     ++summary.datasets;
   }
-  // Last: a store with its root metadata is complete.
+  // Last: a store with its root metadata is complete. The source's global attributes, typed, go
+  // with it when the footer extension records them.
+  Json root_attributes = Json::object();
+  const auto& footer = file.layout().footer;
+  if (footer && footer->extension)
+    for (const auto& [k, v] : footer->extension->attrs) root_attributes[k] = attribute_json(v);
+  root_attributes["tetration_export"] = kVersion;
   put_json(store, "zarr.json",
-           Json{{"attributes", {{"tetration_export", kVersion}}}, {"node_type", "group"}, {"zarr_format", 3}});
+           Json{{"attributes", std::move(root_attributes)}, {"node_type", "group"}, {"zarr_format", 3}});
   summary.elapsed_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return summary;
 }

@@ -27,6 +27,7 @@ struct CatArgs {
   std::string png_scale = "linear";
   std::string png_colormap = "viridis";
   std::string png_origin = "top";
+  bool verify_checksums = false;
 };
 
 // "LO,HI" with two finite numbers and LO < HI; the message says what is wrong, or is empty.
@@ -88,11 +89,12 @@ void run_cat(const CatArgs& args) {
     // `-o -`: the .npy stream goes to standard output, through the sink's device/pipe path (a
     // redirect to a regular file replaces that file atomically, as any output does).
     io::AtomicFileSink sink(to_stdout ? "/dev/stdout" : args.out);
-    tet::write_npy(file, *ds, box, sink);
+    tet::write_npy(file, *ds, box, sink, {.verify_checksums = args.verify_checksums});
     sink.commit();
   }
   if (picture) {
-    const image::Quicklook look = tet::render_quicklook(file, *ds, box, *picture);
+    const image::Quicklook look =
+        tet::render_quicklook(file, *ds, box, *picture, {.verify_checksums = args.verify_checksums});
     io::write_file_atomic(args.png,
                           image::encode_png_rgba(look.picture.width(), look.picture.height(), look.picture.pixels()));
     // With the array on stdout, the picture's line goes to stderr so the stream stays a .npy.
@@ -113,6 +115,8 @@ void register_tet_cat(CLI::App& tet, int& rc) {
   cmd->add_option("--out,-o", args->out, "Output .npy path (written atomically), or - for standard output");
   cmd->add_option("--selection", args->selection,
                   "JSON selection array, e.g. '[{\"start\":1,\"stop\":4},{\"step\":2}]'");
+  cmd->add_flag("--verify-checksums", args->verify_checksums,
+                "Compare every chunk read with the CRC-32C the file records (files without them read as before)");
   cmd->add_option("--png", args->png,
                   "Also (or instead) draw the selection, which must keep two axes, as a PNG with a colour bar");
   cmd->add_option("--png-range", args->png_range, "LO,HI: the colour bar's ends (default: the values' min and max)")

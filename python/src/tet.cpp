@@ -85,7 +85,9 @@ Box box_from(const tet::Dataset& d,
 
 // The selection as a read-only numpy view of the mapped file when one raw chunk holds all of it
 // (any steps: numpy strides express them); nullopt otherwise. The view keeps the file open.
-std::optional<py::array> chunk_view(const std::shared_ptr<const TetFile>& file, const tet::Dataset& d, const Box& box) {
+// With `verify_checksums` the chunk's stored bytes are first compared with their recorded CRC-32C.
+std::optional<py::array> chunk_view(const std::shared_ptr<const TetFile>& file, const tet::Dataset& d, const Box& box,
+                                    bool verify_checksums) {
   const auto n = d.ndim();
   std::vector<std::uint64_t> coords(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -95,10 +97,15 @@ std::optional<py::array> chunk_view(const std::shared_ptr<const TetFile>& file, 
     if (first != last) return std::nullopt;
     coords[i] = first;
   }
-  const auto& entry = file->entry(d.entry_of_chunk[d.chunk_ordinal(coords)]);
+  const std::uint32_t entry_index = d.entry_of_chunk[d.chunk_ordinal(coords)];
+  const auto& entry = file->entry(entry_index);
   if (tet::entry_codec(entry) != tet::Codec::Raw) return std::nullopt;  // only raw tiles can be viewed
   const std::byte* base = file->source().view(entry.payload_offset, entry.raw_byte_len);
   if (base == nullptr) return std::nullopt;
+  if (verify_checksums) {
+    py::gil_scoped_release release;
+    file->check_chunk_checksum(entry_index);
+  }
   std::vector<std::uint64_t> origin(n), extent(n);
   d.tile_extent(coords, origin, extent);
   // Row-major strides of the (clipped) tile, in bytes.
@@ -125,7 +132,9 @@ std::optional<py::array> chunk_view(const std::shared_ptr<const TetFile>& file, 
 
 class PyTetFile {
  public:
-  explicit PyTetFile(const std::string& path) {
+  // `verify_checksums`: every read compares the chunks it touches with the CRC-32C the footer
+  // extension records (tet::ReadOptions::verify_checksums).
+  PyTetFile(const std::string& path, bool verify_checksums) : verify_checksums_(verify_checksums) {
     py::gil_scoped_release release;
     file_ = std::make_shared<const TetFile>(TetFile::open(path));
   }
@@ -193,7 +202,7 @@ class PyTetFile {
     const auto& d = find_dataset(*file_, name);
     const auto box = box_from(d, ranges);
     if (allow_view) {
-      if (auto view = chunk_view(file_, d, box)) return *view;
+      if (auto view = chunk_view(file_, d, box, verify_checksums_)) return *view;
     }
     std::vector<py::ssize_t> shape;
     std::uint64_t count = 1;
@@ -205,7 +214,7 @@ class PyTetFile {
     auto* dst = static_cast<std::byte*>(out.mutable_data());
     {
       py::gil_scoped_release release;
-      file_->read_box(d, box, {dst, count * d.element_size()}, {threads});
+      file_->read_box(d, box, {dst, count * d.element_size()}, {threads, verify_checksums_});
     }
     return out;
   }
@@ -214,11 +223,12 @@ class PyTetFile {
   bool is_view(const std::string& name,
                const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>& ranges) const {
     const auto& d = find_dataset(*file_, name);
-    return chunk_view(file_, d, box_from(d, ranges)).has_value();
+    return chunk_view(file_, d, box_from(d, ranges), false).has_value();
   }
 
  private:
   std::shared_ptr<const TetFile> file_;
+  bool verify_checksums_ = false;
 };
 
 std::string run_query(const std::string& document, const std::optional<std::string>& path, bool execute,
@@ -343,7 +353,7 @@ class PyTetWriter {
 
 void bind_tet(py::module_& m) {
   py::class_<PyTetFile>(m, "TetFile")
-      .def(py::init<const std::string&>(), py::arg("path"))
+      .def(py::init<const std::string&, bool>(), py::arg("path"), py::arg("verify_checksums") = false)
       .def_property_readonly("path", &PyTetFile::path)
       .def_property_readonly("size", &PyTetFile::size)
       .def("datasets", &PyTetFile::datasets)

@@ -75,7 +75,8 @@ class TetBackendArray(RegionArray):
 
     def __reduce__(self):
         # Dask's distributed workers get the path and the name, and map the file themselves.
-        return _reopened_array, (absolute(self.dataset.file.path), self.dataset.name)
+        file = self.dataset.file
+        return _reopened_array, (absolute(file.path), self.dataset.name, file.verify_checksums)
 
 
 class SourceEncodedArray(RegionArray):
@@ -107,8 +108,8 @@ class SourceEncodedArray(RegionArray):
         return values.astype(self.dtype)
 
 
-def _reopened_array(path: str, name: str) -> TetBackendArray:
-    return TetBackendArray(tet._cached_file(path)[name])
+def _reopened_array(path: str, name: str, verify_checksums: bool = False) -> TetBackendArray:
+    return TetBackendArray(tet._cached_file(path, verify_checksums)[name])
 
 
 def absolute(path: str) -> str:
@@ -206,7 +207,7 @@ class TetDataStore(AbstractDataStore):
         for name, dims in self.dims.items():
             ds = self.file[name]
             for axis, dim in enumerate(dims):
-                labels = ds.coords.get(ds.axis_key(axis))
+                labels = ds.labels.get(ds.axis_key(axis))
                 if labels is None or len(labels) != sizes[dim]:
                     continue
                 if found.setdefault(dim, labels) != labels:
@@ -234,13 +235,16 @@ class TesseraBackendEntrypoint(BackendEntrypoint):
     description = "Open tessera .tet files (local paths, file://, http(s)://, s3://, gs://) in xarray"
     url = "docs/xarray.md"  # in the tessera source tree; the project has no public site
     open_dataset_parameters = ("filename_or_obj", "drop_variables", "mask_and_scale", "decode_times",
-                               "concat_characters", "decode_coords", "use_cftime", "decode_timedelta")
+                               "concat_characters", "decode_coords", "use_cftime", "decode_timedelta",
+                               "verify_checksums")
 
     def open_dataset(self, filename_or_obj, *, drop_variables: Optional[Iterable[str]] = None,
                      mask_and_scale: bool = True, decode_times: bool = True, concat_characters: bool = True,
                      decode_coords: Any = True, use_cftime: Optional[bool] = None,
-                     decode_timedelta: Optional[bool] = None):
-        """Opens a `.tet` path or URI (or an open `tessera.tet.File`); reads metadata only."""
+                     decode_timedelta: Optional[bool] = None, verify_checksums: bool = False):
+        """Opens a `.tet` path or URI (or an open `tessera.tet.File`); reads metadata only.
+        `verify_checksums=True` makes every read compare its chunks with their recorded CRC-32C
+        (`tessera.tet.open`'s option; an open File keeps its own)."""
         if isinstance(filename_or_obj, tet.File):
             file, close_file = filename_or_obj, False
         else:
@@ -248,7 +252,7 @@ class TesseraBackendEntrypoint(BackendEntrypoint):
             if path is None:
                 raise UsageError(f"the tessera engine opens paths and URIs, not {type(filename_or_obj).__name__} "
                                  "objects")
-            file, close_file = tet.open(path), True
+            file, close_file = tet.open(path, verify_checksums=verify_checksums), True
         store = TetDataStore(file, close_file=close_file, drop_variables=drop_variables,
                              mask_and_scale=mask_and_scale)
         # xarray's own path for a data store: CF decoding, coordinates, close.

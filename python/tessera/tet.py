@@ -1,7 +1,7 @@
 """Tetration `.tet` files from Python: numpy slicing, labelled selection, queries, writing, Dask, xarray.
 
     f = tessera.tet.open("sample.tet")
-    t = f["temperature"]                  # a Dataset: name, dtype, shape, chunks, attrs, dim_names, coords
+    t = f["temperature"]                  # a Dataset: name, dtype, shape, chunks, attrs, dim_names, labels, coords
     block = t[0:2, ::2]                   # numpy; a view of the mapped file when one raw chunk holds it
     rows = t.sel(time=slice("2024-01-02", "2024-01-04"))
     f.query({"dataset": "temperature", "mean": ["time"]})["operation_reduced_mean"]
@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _tessera, _tet_extension, _uri
+from . import _tessera, _tet_coords, _tet_extension, _uri
 from ._tessera import UsageError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -26,17 +26,23 @@ PathLike = Union[str, "os.PathLike[str]"]
 __all__ = ["open", "File", "Dataset", "query", "synth", "write", "Writer", "to_dask"]
 
 
-def open(path: PathLike) -> "File":  # noqa: A001  (mirrors h5py.File / builtins.open)
-    """Opens and fully validates a `.tet` file (memory-mapped). Raises tessera.FormatError on a bad file."""
-    return File(path)
+def open(path: PathLike, *, verify_checksums: bool = False) -> "File":  # noqa: A001  (mirrors h5py.File)
+    """Opens and fully validates a `.tet` file (memory-mapped). Raises tessera.FormatError on a bad file.
+
+    With `verify_checksums=True` every read compares the chunks it touches with the CRC-32C the
+    footer records (tessera.FormatError `chunk {i}: stored bytes do not match their CRC-32C ...`);
+    a file without recorded checksums reads as without the option.
+    """
+    return File(path, verify_checksums=verify_checksums)
 
 
 class File:
     """An open `.tet` file. Immutable and safe to share between threads; `f[name]` gives a Dataset."""
 
-    def __init__(self, path: PathLike):
+    def __init__(self, path: PathLike, *, verify_checksums: bool = False):
         self._path = os.fspath(path)
-        self._file = _tessera.TetFile(self._path)
+        self._verify_checksums = bool(verify_checksums)
+        self._file = _tessera.TetFile(self._path, self._verify_checksums)
         self._extension = _tet_extension.decode(self._file.extension_json())
         self._datasets = {info["name"]: Dataset(self, info) for info in self._file.datasets()}
 
@@ -86,6 +92,11 @@ class File:
         return dict(self._extension.attrs) if self._extension else {}
 
     @property
+    def verify_checksums(self) -> bool:
+        """Whether reads compare chunks with their recorded CRC-32C (`open(..., verify_checksums=True)`)."""
+        return self._verify_checksums
+
+    @property
     def chunk_checksums(self) -> Optional[tuple]:
         """CRC-32C of each chunk's stored bytes in chunk index order, or None when not recorded."""
         return self._extension.chunk_crc32c or None if self._extension else None
@@ -109,7 +120,7 @@ class File:
         return xr.open_dataset(self, engine=TesseraBackendEntrypoint, **options)
 
     def __dask_tokenize__(self):
-        return ("tessera.tet.File", self._path, _version(self._path))
+        return ("tessera.tet.File", self._path, _version(self._path), self._verify_checksums)
 
     def close(self) -> None:
         """Drops this object's handle; the mapping stays alive while arrays viewing it exist."""
@@ -137,8 +148,18 @@ class Dataset:
         self.codec: str = info["codec"]
         self.attrs: dict = dict(info["attrs"])
         self.dim_names: Optional[list] = info["dim_names"]
-        # Footer coords are keyed by dimension name when dim_names exists, else by axis number.
-        self.coords: dict = {k: list(v) for k, v in info["coords"].items()}
+        # Footer labels are keyed by dimension name when dim_names exists, else by axis number.
+        self.labels: dict = {k: list(v) for k, v in info["coords"].items()}
+        self._coords: Optional[_tet_coords.Coordinates] = None
+
+    @property
+    def coords(self) -> "_tet_coords.Coordinates":
+        """Coordinate name → numpy values, read on first use: each dimension's 1-D dataset of the
+        same name (any length), else the footer's labels for that axis; and the datasets the CF
+        `coordinates` attribute names (docs/python.md)."""
+        if self._coords is None:
+            self._coords = _tet_coords.Coordinates(self)
+        return self._coords
 
     @property
     def typed_attrs(self) -> dict:
@@ -201,7 +222,7 @@ class Dataset:
         return data if dtype is None else data.astype(dtype)
 
     def axis_key(self, axis: int) -> str:
-        """The coords key of `axis`: its dimension name when the footer has dim_names, else its number."""
+        """The labels and coords key of `axis`: its dimension name when the footer has dim_names, else its number."""
         return self.dim_names[axis] if self.dim_names else str(axis)
 
     def _axis_of(self, dim: Union[str, int]) -> int:
@@ -514,42 +535,43 @@ def _version(path: str):
     return (stat.st_mtime_ns, stat.st_size)
 
 
-def _cached_file(path: str) -> File:
+def _cached_file(path: str, verify_checksums: bool = False) -> File:
     """One open File per path (and local version) and process: Dask tasks reopen by path and share
     the mapping, or, for a remote object, the one pinned source."""
-    key = (path, _version(path))
+    key = (path, _version(path), verify_checksums)
     f = _OPEN_FILES.get(key)
     if f is None:
-        f = _OPEN_FILES[key] = File(path)
+        f = _OPEN_FILES[key] = File(path, verify_checksums=verify_checksums)
     return f
 
 
-def _read_block(path: str, name: str, ranges: list) -> np.ndarray:
-    return _cached_file(path)._file.read(name, ranges, 1, False)
+def _read_block(path: str, name: str, ranges: list, verify_checksums: bool = False) -> np.ndarray:
+    return _cached_file(path, verify_checksums)._file.read(name, ranges, 1, False)
 
 
-def to_dask(path: PathLike, dataset: str, *, chunks: Optional[Sequence[int]] = None):
+def to_dask(path: PathLike, dataset: str, *, chunks: Optional[Sequence[int]] = None,
+            verify_checksums: bool = False):
     """The dataset as a `dask.array.Array` with one task per chunk (or per block of `chunks`).
 
     Tasks carry only the path, the dataset name and the box, so they pickle to any worker; each
     worker process opens (maps) the file once. Values are read with one decode thread per task:
-    Dask's workers provide the parallelism.
+    Dask's workers provide the parallelism. `verify_checksums` is `open`'s.
     """
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
     from dask.base import tokenize
 
     path = os.fspath(path)
-    ds = File(path)[dataset]
+    ds = File(path, verify_checksums=verify_checksums)[dataset]
     block = tuple(chunks) if chunks is not None else ds.chunks
     if len(block) != ds.ndim:
         raise UsageError(f"chunks has {len(block)} axes, dataset {dataset!r} has {ds.ndim}")
     axis_chunks = tuple(tuple(min(b, n - s) for s in range(0, n, b)) for b, n in zip(block, ds.shape))
-    name = "tet-" + tokenize(path, _version(path), dataset, block)
+    name = "tet-" + tokenize(path, _version(path), dataset, block, verify_checksums)
     graph = {}
     for index in np.ndindex(*[len(c) for c in axis_chunks]):
         ranges = [(i * b, min((i + 1) * b, n), 1) for i, b, n in zip(index, block, ds.shape)]
-        graph[(name,) + index] = (_read_block, path, dataset, ranges)
+        graph[(name,) + index] = (_read_block, path, dataset, ranges, bool(verify_checksums))
     hlg = HighLevelGraph.from_collections(name, graph, dependencies=())
     return da.Array(hlg, name, axis_chunks, dtype=ds.dtype)
 

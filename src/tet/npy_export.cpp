@@ -28,7 +28,7 @@ std::uint64_t write_npy(const TetFile& file, const Dataset& ds, const Box& box, 
   const AxisRange axis0 = box[0];
   const std::uint64_t cs0 = ds.chunk_shape[0];
   std::vector<std::byte> buffer;
-  ReadOptions read_options{options.threads};
+  const ReadOptions read_options{options.threads, options.verify_checksums};
   for (std::uint64_t c : touched_chunks(axis0, cs0)) {
     // Selected indices of axis 0 inside chunk row c.
     const std::uint64_t lo = std::max(c * cs0, axis0.start);

@@ -46,7 +46,7 @@ std::string describe_box(const Dataset& dataset, const Box& box) {
 }
 
 image::Quicklook render_quicklook(const TetFile& file, const Dataset& dataset, const Box& box,
-                                  image::QuicklookOptions options) {
+                                  image::QuicklookOptions options, const ReadOptions& read) {
   std::vector<std::uint64_t> kept;  // extents of the axes with more than one index
   std::uint64_t count = 1;
   for (const AxisRange& r : box) {
@@ -63,7 +63,7 @@ image::Quicklook render_quicklook(const TetFile& file, const Dataset& dataset, c
   const std::uint64_t rows = kept.size() == 2 ? kept[0] : 1;
   const std::uint64_t cols = kept.empty() ? 1 : kept.back();
   std::vector<std::byte> raw(count * dataset.element_size());
-  file.read_box(dataset, box, raw);
+  file.read_box(dataset, box, raw, read);
   if (options.title.empty())
     options.title = describe_box(dataset, box) + " (" + std::string(dtype_info(dataset.dtype).name) + ")";
   const std::vector<double> values = to_doubles(dataset.dtype, raw, count);

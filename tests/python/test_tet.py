@@ -95,7 +95,8 @@ def test_labels_metadata_and_sel(tetdir):
     f = tet.open(tetdir / "generated/labeled.tet")
     ds = f["temperature"]
     assert ds.dim_names == ["time", "station"]
-    assert ds.coords["station"] == ["A", "B", "C"]
+    assert ds.labels["station"] == ["A", "B", "C"]  # the footer's labels
+    assert list(ds.coords) == ["time", "station"] and ds.coords["station"].tolist() == ["A", "B", "C"]
     assert ds.attrs["units"] == "K"
     full = ds[...]
     # Query-engine rules: stop label exclusive (tet.md §3.3; the worked example's preview is [4, 5, 7, 8]).

@@ -10,6 +10,7 @@ import netCDF4
 import numpy as np
 import pytest
 
+import tessera
 from tessera import tet
 
 from conftest import run_cli
@@ -101,3 +102,35 @@ def test_verify_deep_reports_a_flipped_byte_the_codec_does_not_notice(tmp_path):
     report = json.loads(out.stdout)
     details = [f.get("detail", "") for f in report["findings"] if not f["ok"]]
     assert any("chunk 1: stored bytes do not match their CRC-32C" in d for d in details), details
+
+
+def test_reads_opted_in_to_checksums_refuse_the_flipped_chunk_and_only_it(tmp_path):
+    src = tmp_path / "v.h5"
+    with h5py.File(src, "w") as h:
+        h.create_dataset("v", data=np.arange(4096, dtype="f8"), chunks=(512,))
+    run_cli("tet", "convert", src, tmp_path / "v.tet")
+    data = bytearray((tmp_path / "v.tet").read_bytes())
+    data[data.index(np.float64(1000.0).tobytes()) + 7] ^= 0x01  # chunk 1 (elements 512..1023)
+    (tmp_path / "bad.tet").write_bytes(bytes(data))
+    checked = tet.open(tmp_path / "bad.tet", verify_checksums=True)
+    assert checked.verify_checksums and not tet.open(tmp_path / "bad.tet").verify_checksums
+    np.testing.assert_array_equal(checked["v"][:512], np.arange(512.0))  # other chunks read as before
+    np.testing.assert_array_equal(checked["v"][1024:], np.arange(1024.0, 4096.0))
+    for read in (lambda v: v[1000],  # one raw chunk: a view of the file, checked first
+                 lambda v: v[500:600],  # across two chunks: decoded
+                 lambda v: np.asarray(tet.to_dask(tmp_path / "bad.tet", "v", verify_checksums=True)),
+                 lambda v: v.file.to_xarray()["v"].values):
+        with pytest.raises(tessera.FormatError, match="chunk 1: stored bytes do not match their CRC-32C"):
+            read(checked["v"])
+    xr = pytest.importorskip("xarray")
+    opened = xr.open_dataset(tmp_path / "bad.tet", engine="tessera", verify_checksums=True, chunks={})
+    with pytest.raises(tessera.FormatError, match="chunk 1"):
+        opened["v"].values
+    assert tet.open(tmp_path / "v.tet", verify_checksums=True)["v"][:].sum() == np.arange(4096.0).sum()
+    # The CLI's opt-in: `tet cat --verify-checksums`.
+    out = run_cli("tet", "cat", "--verify-checksums", tmp_path / "bad.tet", "v", "-o", tmp_path / "v.npy",
+                  check=False)
+    assert out.returncode != 0 and "chunk 1: stored bytes do not match their CRC-32C" in out.stderr
+    assert not (tmp_path / "v.npy").exists()  # nothing written from a damaged read
+    run_cli("tet", "cat", tmp_path / "bad.tet", "v", "-o", tmp_path / "v.npy")
+    assert np.load(tmp_path / "v.npy")[1000] != 1000.0

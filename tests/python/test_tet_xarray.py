@@ -101,7 +101,7 @@ def test_dims_and_coordinates_are_xarrays_including_coordinates_longer_than_foot
     assert set(ds.coords) == set(ref.coords) == {"time", "lat", "lon", "y", "x", "lat2d"}
     assert set(ds.indexes) == set(ref.indexes) == {"time", "lat", "lon", "y", "x"}
     # The footer keeps at most 64 labels per axis; the coordinates are the datasets themselves.
-    assert len(tet.open(climate / "clim.tet")["lat"].coords) == 0
+    assert not tet.open(climate / "clim.tet")["lat"].labels
     for name in ("lat", "lon", "y", "x", "lat2d"):
         xr.testing.assert_equal(ds[name].reset_coords(drop=True), ref[name].reset_coords(drop=True))
     for name in ref.data_vars:
@@ -109,6 +109,23 @@ def test_dims_and_coordinates_are_xarrays_including_coordinates_longer_than_foot
         assert set(ds[name].coords) == set(ref[name].coords), name
     assert "lat2d" in ds["w"].coords and "coordinates" not in ds["w"].attrs
     assert ds["w"].encoding["coordinates"] == ref["w"].encoding["coordinates"]
+
+
+def test_tessera_tet_coords_are_the_coordinates_xarray_finds(climate, reads):
+    f = tet.open(climate / "clim.tet")
+    ref = open_nc(climate / "clim.nc", decode_times=False)
+    for name in ref.data_vars:
+        # Each dimension's coordinate and the variable's own CF `coordinates` (xarray also attaches
+        # to `counts` the lat2d that `w` names; CF links it to w only).
+        wanted = {d for d in ref[name].dims if d in ref.coords} | set(ref[name].encoding.get("coordinates", "").split())
+        assert set(f[name].coords) == wanted, name
+    assert reads == []  # keys come from metadata alone
+    for name in ref.data_vars:
+        for key, values in f[name].coords.items():
+            np.testing.assert_array_equal(values, ref[name].coords[key].values, err_msg=f"{name}.{key}")
+    assert f["w"].coords["lat2d"].shape == (4, 6) and len(f["tas"].coords["lat"]) == 90
+    with pytest.raises(KeyError):
+        f["tas"].coords["lat2d"]  # named by w's `coordinates`, not by tas's
 
 
 def test_times_decode_as_xarray_decodes_them(climate):
@@ -344,7 +361,7 @@ def test_mask_and_scale_false_gives_the_stored_values(climate):
 
 def test_labels_resolve_through_coordinate_datasets_longer_than_64(climate):
     f = tet.open(climate / "clim.tet")
-    assert len(f["lat"].shape) == 1 and f["lat"].shape[0] == 90 and not f["tas"].coords  # no footer labels
+    assert len(f["lat"].shape) == 1 and f["lat"].shape[0] == 90 and not f["tas"].labels  # no footer labels
     with netCDF4.Dataset(climate / "clim.nc") as nc:
         lat, lon = nc["lat"][:].data, nc["lon"][:].data
         tas = nc["tas"][:].filled(np.nan)

@@ -13,6 +13,7 @@ namespace tessera::tet {
 struct NpyExportOptions {
   std::uint64_t window_bytes = std::uint64_t{64} << 20;  // largest slab held in memory
   unsigned threads = 0;                                  // 0 = all available
+  bool verify_checksums = false;                         // ReadOptions::verify_checksums
 };
 
 // Writes header + data to `sink` (the caller commits it). Returns the number of bytes written.

@@ -18,7 +18,7 @@ inline constexpr std::uint64_t kQuicklookMaxValues = std::uint64_t{1} << 26;
 // Throws UsageError naming the shape otherwise, LimitError above kQuicklookMaxValues. An empty
 // options.title is replaced by `<dataset>[<selection>] (<dtype>)`.
 image::Quicklook render_quicklook(const TetFile& file, const Dataset& dataset, const Box& box,
-                                  image::QuicklookOptions options);
+                                  image::QuicklookOptions options, const ReadOptions& read = {});
 
 // `name[0, :, 10:20:2]`: how the title shows a box of a dataset.
 std::string describe_box(const Dataset& dataset, const Box& box);

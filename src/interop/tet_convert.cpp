@@ -324,8 +324,11 @@ ConvertReport convert_to_tet(const ArraySource& source, InputFormat format, cons
     if (!empty_metadata(md)) writer_options.metadata.datasets.emplace(arrays[i].name, std::move(md));
   }
   writer_options.extension = footer_extension(source, selected, options.keep_fill);
-  // Raw tiles have nothing to compress; zstd tiles are compressed on the convert's threads.
-  writer_options.threads = options.codec == tet::Codec::Raw ? 1 : static_cast<unsigned>(resolve_jobs(options.jobs));
+  // Raw tiles have nothing to compress. zstd tiles are compressed in the convert's own arena
+  // (threads 0: the caller's), not in an arena of the writer's: a thread waiting in one arena
+  // never runs another arena's tasks, so the thread that has read the next unit and waits for the
+  // write would idle while one thread compressed the unit alone.
+  writer_options.threads = options.codec == tet::Codec::Raw ? 1 : 0;
 
   tet::TetWriter writer(output, std::move(writer_options));
   for (std::size_t k = 0; k < selected.size(); ++k) {

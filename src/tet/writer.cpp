@@ -23,6 +23,7 @@
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/tet/chunk_codec.hpp"
+#include "ordered_writes.hpp"
 #include "writer_plan.hpp"
 
 namespace tessera::tet {
@@ -294,24 +295,25 @@ void TetWriter::State::write_row(std::uint32_t id, std::uint64_t row, std::span<
     case Codec::Zstd: {
       compressed.resize(checked_size(p.row_tiles));
       const codec::ZstdOptions zopts{p.zstd_level, /*content_size=*/true, /*checksum=*/false};
-      for_each(p.row_tiles, [&](std::uint64_t t) {
-        std::vector<std::byte>& out = compressed[t];
-        out.clear();
-        if (slab_is_tile) {
-          codec::zstd_compress_append(slab, out, zopts);
-          return;
-        }
-        const detail::RowTile tile = tile_at(t);
-        thread_local std::vector<std::byte> scratch;
-        scratch.resize(checked_size(tile.bytes));
-        detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd}, {tile.extent.data(), nd}, es,
-                            scratch.data());
-        codec::zstd_compress_append(scratch, out, zopts);
-      });
-      for (std::uint64_t t = 0; t < p.row_tiles; ++t) {
-        record(tile_at(t), sink->position(), compressed[t]);
-        sink->write(compressed[t]);
-      }
+      detail::compress_then_write_in_order([&](std::uint64_t n, const auto& f) { for_each(n, f); }, p.row_tiles,
+                                           [&](std::uint64_t t) {
+                                             std::vector<std::byte>& out = compressed[t];
+                                             out.clear();
+                                             if (slab_is_tile) {
+                                               codec::zstd_compress_append(slab, out, zopts);
+                                               return;
+                                             }
+                                             const detail::RowTile tile = tile_at(t);
+                                             thread_local std::vector<std::byte> scratch;
+                                             scratch.resize(checked_size(tile.bytes));
+                                             detail::gather_tile(slab.data(), slab_dims, {tile.origin.data(), nd},
+                                                                 {tile.extent.data(), nd}, es, scratch.data());
+                                             codec::zstd_compress_append(scratch, out, zopts);
+                                           },
+                                           [&](std::uint64_t t) {
+                                             record(tile_at(t), sink->position(), compressed[t]);
+                                             sink->write(compressed[t]);
+                                           });
       break;
     }
   }
@@ -379,15 +381,16 @@ void TetWriter::State::append_compressed(std::uint32_t id, std::span<const std::
   }
   compressed.resize(std::max(compressed.size(), ready.size()));
   const codec::ZstdOptions zopts{p.zstd_level, /*content_size=*/true, /*checksum=*/false};
-  for_each(ready.size(), [&](std::uint64_t i) {
-    compressed[i].clear();
-    codec::zstd_compress_append(ready[i].data, compressed[i], zopts);
-  });
-  for (std::size_t i = 0; i < ready.size(); ++i) {
-    record_entry(id, ready[i].tile.coords, sink->position(), ready[i].tile.bytes, compressed[i].size(),
-                 checksum(compressed[i]));
-    sink->write(compressed[i]);
-  }
+  detail::compress_then_write_in_order([&](std::uint64_t n, const auto& f) { for_each(n, f); }, ready.size(),
+                                       [&](std::uint64_t i) {
+                                         compressed[i].clear();
+                                         codec::zstd_compress_append(ready[i].data, compressed[i], zopts);
+                                       },
+                                       [&](std::uint64_t i) {
+                                         record_entry(id, ready[i].tile.coords, sink->position(), ready[i].tile.bytes,
+                                                      compressed[i].size(), checksum(compressed[i]));
+                                         sink->write(compressed[i]);
+                                       });
   p.bytes_written += bytes.size();
   if (p.complete()) advance();
 }

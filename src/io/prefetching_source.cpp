@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -151,6 +152,25 @@ void PrefetchingSource::drop() const {
   std::unique_lock lock(mutex_);
   blocks_.clear();
   held_ = 0;
+}
+
+void PrefetchingSource::forget(std::span<const ByteRange> ranges) const {
+  std::unique_lock lock(mutex_);
+  for (const ByteRange& r : ranges) {
+    if (r.length == 0) continue;
+    // Blocks starting before the range's end; walk back while they reach into it.
+    auto it = blocks_.lower_bound(r.offset + r.length);
+    while (it != blocks_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second.size() <= r.offset) {
+        // Blocks may overlap (separate prefetches), so an earlier one can still reach the range.
+        it = prev;
+        continue;
+      }
+      held_ -= prev->second.size();
+      it = blocks_.erase(prev);
+    }
+  }
 }
 
 std::uint64_t PrefetchingSource::held_bytes() const {

@@ -30,6 +30,8 @@ inline constexpr std::uint64_t kWindowBytes = 67108864;  // 64 MiB linear-scan w
 
 [[noreturn]] inline void fail(const std::string& text) { throw UsageError("validation: " + text); }
 
+class ReadAhead;  // query_read_ahead.hpp
+
 struct PlannedChunk {
   std::uint32_t entry = 0;
   std::array<std::uint64_t, kMaxRank> coords{};
@@ -48,6 +50,9 @@ struct Plan {
   bool strided = false;     // some step > 1
   bool full_dense = false;  // whole dataset, every step 1
   bool contiguous_raw = false;
+  // Fetches the chunks ahead of the fold when the file is remote (query_read_ahead.hpp); shared
+  // by the plan's copies, null for a local file.
+  std::shared_ptr<ReadAhead> read_ahead;
 };
 
 Plan build_plan(const TetFile& file, const Dataset& ds, const DatasetMetadata* md,

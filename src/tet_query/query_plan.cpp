@@ -9,6 +9,7 @@
 #include <set>
 
 #include "query_internal.hpp"
+#include "query_read_ahead.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet_query/selection.hpp"
@@ -64,6 +65,7 @@ Plan build_plan(const TetFile& file, const Dataset& ds, const DatasetMetadata* m
     next = e.payload_offset + e.stored_byte_len;
   }
   if (raw_total != p.logical_bytes) p.contiguous_raw = false;
+  p.read_ahead = ReadAhead::for_plan(file, p.chunks);
   return p;
 }
 
@@ -240,6 +242,7 @@ const std::byte* tile_view(const Plan& plan, std::size_t k) {
 
 const std::byte* tile_bytes(const Plan& plan, std::size_t k, std::vector<std::byte>& scratch) {
   if (const std::byte* v = tile_view(plan, k)) return v;
+  if (plan.read_ahead) plan.read_ahead->before(k);
   const std::uint32_t entry = plan.chunks[k].entry;
   plan.file->decode_chunk_into(entry, scratch);
   return scratch.data();

@@ -130,6 +130,33 @@ TEST(PrefetchingSource, TheBudgetBoundsWhatIsHeld) {
   EXPECT_EQ(src.prefetch(ranges), 0u) << "the budget is spent";
 }
 
+TEST(PrefetchingSource, ForgetDropsOnlyTheBlocksThatOverlapTheRangesAndFreesTheirBudget) {
+  const auto bytes = random_bytes(100'000);
+  const auto memory = io::memory_source(bytes, "object");
+  const io::CountingSource counting(*memory);
+  const io::PrefetchingSource src(borrowed(counting), {.max_gap = 0, .max_request = 0, .max_bytes = 30'000});
+  const ByteRange first[] = {{0, 10'000}, {20'000, 10'000}, {40'000, 10'000}};
+  EXPECT_EQ(src.prefetch(first), 3u);
+  const ByteRange done[] = {{5'000, 1}, {25'000, 20'000}};  // the first block; the second and third
+  src.forget(std::span(done).first(1));
+  EXPECT_EQ(src.held_bytes(), 20'000u);
+  src.forget(std::span(done).subspan(1));
+  EXPECT_EQ(src.held_bytes(), 0u);
+  const ByteRange later[] = {{60'000, 10'000}, {80'000, 10'000}};
+  EXPECT_EQ(src.prefetch(later), 2u) << "forgotten blocks no longer count against the budget";
+  const ByteRange elsewhere[] = {{0, 60'000}};
+  src.forget(elsewhere);
+  EXPECT_EQ(src.held_bytes(), 20'000u) << "blocks outside the ranges are kept";
+  std::vector<std::byte> got(10'000);
+  const auto reads = counting.reads();
+  src.read_at(80'000, got);
+  EXPECT_EQ(counting.reads(), reads);
+  EXPECT_EQ(0, std::memcmp(got.data(), bytes.data() + 80'000, got.size()));
+  src.read_at(20'000, got);  // forgotten: read again from the wrapped source, intact
+  EXPECT_EQ(counting.reads(), reads + 1);
+  EXPECT_EQ(0, std::memcmp(got.data(), bytes.data() + 20'000, got.size()));
+}
+
 TEST(PrefetchingSource, AMemoryResidentSourceIsNotCopied) {
   const auto bytes = random_bytes(4096);
   const io::PrefetchingSource src(io::owned_memory_source(bytes, "object"));

@@ -69,6 +69,9 @@ class PrefetchingSource final : public ByteSource {
   std::size_t prefetch(std::span<const ByteRange> ranges) const;
   // Forgets every prefetched block.
   void drop() const;
+  // Forgets the blocks that overlap any of `ranges` (the bytes a consumer is done with); later
+  // reads of them go to the wrapped source again.
+  void forget(std::span<const ByteRange> ranges) const;
   std::uint64_t held_bytes() const;
 
  private:

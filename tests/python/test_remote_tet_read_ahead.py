@@ -1,0 +1,75 @@
+"""A query over a remote `.tet` file fetches the chunks ahead of the fold: neighbouring chunks merge
+into few ranged GETs, fetched in parallel, instead of one GET per chunk at the fold's pace
+(docs/remote.md). Counted by `fault_proxy.FaultProxy` in front of an `Origin` on 127.0.0.1; the
+values are those of the same file read locally."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from fault_proxy import FaultProxy, Origin
+from tessera import tet
+
+ROWS, COLS, CHUNK_ROWS = 2048, 2048, 128  # 16 MiB of f32 in 16 chunks of 1 MiB
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("remote-tet")
+    for codec in ("raw", "zstd"):
+        tet.synth(root / f"{codec}.tet", [f"a:f32:{ROWS}x{COLS}:{CHUNK_ROWS}x{COLS}:{codec}"], seed=5)
+    origin = Origin(root)
+    proxy = FaultProxy(origin.url)
+    yield root, proxy
+    proxy.close()
+    origin.close()
+
+
+@pytest.fixture
+def proxy(served, monkeypatch):
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    served[1].clear()
+    return served[1]
+
+
+def query(target, document):
+    out = run_cli("tet", "query", json.dumps(document), "-t", target, "-x", "--format", "json").stdout
+    return json.loads(out)["execution"]
+
+
+@pytest.mark.parametrize("codec", ["raw", "zstd"])
+def test_a_whole_file_fold_is_a_few_coalesced_gets_not_one_per_chunk(served, proxy, codec):
+    root, _ = served
+    document = {"dataset": "a", "mean": [0]}
+    want = query(root / f"{codec}.tet", document)
+    got = query(f"{proxy.url}/{codec}.tet", document)
+    assert got["operation_reduced_mean"] == want["operation_reduced_mean"]
+    gets = [r for r in proxy.requests if r.method == "GET"]
+    chunks = ROWS // CHUNK_ROWS
+    # The open's head and tail, then the 16 chunks (one window) in requests of at most 8 MiB.
+    assert len(gets) <= 2 + 3, [r.range for r in gets]
+    assert len(gets) < chunks
+
+
+def test_a_selection_fetches_only_its_chunks(served, proxy):
+    root, _ = served
+    document = {"dataset": "a", "sum": [], "selection": [{"start": 300, "stop": 700}, {"start": 5, "stop": 900}]}
+    want = query(root / "raw.tet", document)
+    got = query(f"{proxy.url}/raw.tet", document)
+    assert got["operation_sum"] == want["operation_sum"]
+    fetched = 0
+    for r in proxy.requests:
+        if r.method == "GET" and r.range:
+            first, last = (int(v) for v in r.range.split("=")[1].split("-"))
+            fetched += last - first + 1
+    touched = (700 - 1) // CHUNK_ROWS - 300 // CHUNK_ROWS + 1  # chunks 2..5
+    assert fetched <= touched * CHUNK_ROWS * COLS * 4 + 2 * 65536 + 4096  # those chunks, the open's ends
+
+
+def test_python_reads_of_the_remote_file_equal_the_local_ones(served, proxy):
+    root, _ = served
+    local = tet.open(root / "zstd.tet")["a"]
+    remote = tet.open(f"{proxy.url}/zstd.tet")["a"]
+    np.testing.assert_array_equal(remote[100:1900:3, ::7], local[100:1900:3, ::7])

@@ -17,8 +17,9 @@ whole object per request, which would measure the origin instead of the reader).
    added round trip.
 2. tet: `tessera tet query '{"dataset":"v","mean":[]}' -t URL -x -q` over a raw f32 .tet of
    about M MiB (default 256, 64 chunks of 4 MiB) against `curl --parallel --parallel-max N`
-   fetching exactly the chunk ranges tessera fetched (N = the threads tessera reads on); the
-   local file's rate is printed for reference.
+   fetching exactly the chunk ranges tessera fetched, where N is the most requests tessera had in
+   flight at once (its read-ahead runs several; `--threads` sets a larger N); the local file's
+   rate is printed for reference.
 3. cells: `tessera cells epoch URL --batch-size 5000 --json` over a converted random dataset
    against the same command on the local directory.
 4. obs: `tessera.cells.open(URL, cache_dir=fresh).obs.localize(3 columns)` of a dataset of
@@ -341,6 +342,7 @@ def bench_tet(cli, net, data_dir, mib, chunk, threads, rounds, summary):
             if b and int(b) - int(a) + 1 >= chunk_bytes // 2:
                 ranged.append((int(a), int(b)))
     fetched = sum(b - a + 1 for a, b in ranged)
+    threads = max(threads, stats["max_inflight"])  # the same number of requests in flight as tessera
     print(f"tet      {path.name}: {nbytes / 2**20:.0f} MiB, {nbytes // chunk_bytes} chunks of "
           f"{chunk_bytes / 2**20:g} MiB; tessera sent {len(stats['requests'])} requests, {len(ranged)} chunk GETs "
           f"({fetched / 2**20:.0f} MiB), at most {stats['max_inflight']} at once; curl runs {threads} in parallel")
@@ -452,7 +454,8 @@ def main() -> int:
     parser.add_argument("--tet-mib", type=float, default=256, help="size of the remote .tet (default 256 MiB)")
     parser.add_argument("--tet-chunk", type=int, default=1024, help="chunk side (default 1024: 4 MiB chunks)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
-                        help="curl's --parallel-max: the threads tessera reads on (default: the CPUs)")
+                        help="curl's least --parallel-max (default: the CPUs; the tet figure uses at least "
+                             "as many as tessera had in flight)")
     parser.add_argument("--epoch-cells", type=int, default=50_000)
     parser.add_argument("--obs-cells", type=int, default=100_000)
     parser.add_argument("--genes", type=int, default=2_000)

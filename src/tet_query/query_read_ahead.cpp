@@ -1,5 +1,7 @@
 #include "query_read_ahead.hpp"
 
+#include <algorithm>
+
 #include "query_internal.hpp"
 
 namespace tessera::tet::qe {
@@ -7,74 +9,107 @@ namespace tessera::tet::qe {
 std::shared_ptr<ReadAhead> ReadAhead::for_plan(const TetFile& file, const std::vector<PlannedChunk>& chunks) {
   const auto* source = dynamic_cast<const io::PrefetchingSource*>(&file.source());
   if (source == nullptr || !source->fetches() || chunks.size() < 2) return nullptr;
-  std::vector<std::vector<io::ByteRange>> windows(1);
-  std::vector<std::size_t> window_of_chunk(chunks.size());
-  std::uint64_t bytes = 0;
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
+  // Requests of whole chunks, in offset order: a chunk split between two requests would be in
+  // neither block whole, and read again on its own.
+  std::vector<std::size_t> by_offset(chunks.size());
+  for (std::size_t k = 0; k < chunks.size(); ++k) by_offset[k] = k;
+  auto range_of = [&](std::size_t k) {
     const ChunkEntry& e = file.entry(chunks[k].entry);
-    if (!windows.back().empty() && bytes + e.stored_byte_len > kWindowStoredBytes) {
-      windows.emplace_back();
-      bytes = 0;
+    return io::ByteRange{e.payload_offset, e.stored_byte_len};
+  };
+  std::stable_sort(by_offset.begin(), by_offset.end(),
+                   [&](std::size_t a, std::size_t b) { return range_of(a).offset < range_of(b).offset; });
+  const io::PrefetchOptions merge;  // the gap and request size every batched read uses
+  std::vector<io::ByteRange> requests;
+  std::vector<std::pair<std::size_t, std::size_t>> requests_of_chunk(chunks.size());
+  for (const std::size_t k : by_offset) {
+    const io::ByteRange r = range_of(k);
+    if (!requests.empty()) {
+      io::ByteRange& q = requests.back();
+      const std::uint64_t end = q.offset + q.length;
+      const std::uint64_t merged_end = std::max(end, r.offset + r.length);
+      if (r.offset < end + merge.max_gap && merged_end - q.offset <= merge.max_request) {
+        q.length = merged_end - q.offset;
+        requests_of_chunk[k] = {requests.size() - 1, requests.size() - 1};
+        continue;
+      }
     }
-    windows.back().push_back({e.payload_offset, e.stored_byte_len});
-    bytes += e.stored_byte_len;
-    window_of_chunk[k] = windows.size() - 1;
+    requests.push_back(r);
+    requests_of_chunk[k] = {requests.size() - 1, requests.size() - 1};
   }
-  return std::make_shared<ReadAhead>(*source, std::move(windows), std::move(window_of_chunk));
+  return std::make_shared<ReadAhead>(*source, std::move(requests), std::move(requests_of_chunk));
 }
 
-ReadAhead::ReadAhead(const io::PrefetchingSource& source, std::vector<std::vector<io::ByteRange>> windows,
-                     std::vector<std::size_t> window_of_chunk)
+ReadAhead::ReadAhead(const io::PrefetchingSource& source, std::vector<io::ByteRange> requests,
+                     std::vector<std::pair<std::size_t, std::size_t>> requests_of_chunk)
     : source_(source),
-      windows_(std::move(windows)),
-      window_of_chunk_(std::move(window_of_chunk)),
-      state_(windows_.size(), State::Idle) {}
+      requests_(std::move(requests)),
+      requests_of_chunk_(std::move(requests_of_chunk)),
+      state_(requests_.size(), State::Idle) {}
 
 ReadAhead::~ReadAhead() {
-  for (auto& t : background_) t.join();
-  for (std::size_t w = 0; w < windows_.size(); ++w)
-    if (state_[w] == State::Held) source_.forget(windows_[w]);
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  for (auto& t : fetchers_) t.join();
+  for (std::size_t r = forgotten_; r < requests_.size(); ++r)
+    if (state_[r] == State::Landed) source_.forget({&requests_[r], 1});
 }
 
-void ReadAhead::fetch(std::size_t w) noexcept {
-  try {
-    source_.prefetch(windows_[w]);
-  } catch (...) {
-    // The chunk's own read goes to the network again and reports what fails there.
+// One long-lived thread per request in flight, so each keeps its HTTP connection between requests.
+void ReadAhead::fetcher() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || (next_ < horizon_ && next_ < requests_.size()); });
+    if (stopping_) return;
+    const std::size_t r = next_++;
+    if (r < forgotten_) continue;  // the fold is already past it
+    state_[r] = State::Fetching;
+    lock.unlock();
+    try {
+      source_.prefetch({&requests_[r], 1});
+    } catch (...) {
+      // The chunk's own read goes to the network again and reports what fails there.
+    }
+    lock.lock();
+    if (r < forgotten_) {  // the fold went past it while it was under way
+      source_.forget({&requests_[r], 1});
+      state_[r] = State::Forgotten;
+    } else {
+      state_[r] = State::Landed;
+    }
+    changed_.notify_all();
   }
 }
 
 void ReadAhead::before(std::size_t k) {
-  const std::size_t w = window_of_chunk_[k];
+  const std::size_t first = requests_of_chunk_[k].first;
+  const std::size_t last = requests_of_chunk_[k].second;
   std::unique_lock lock(mutex_);
-  if (state_[w] == State::Idle) {
-    state_[w] = State::Fetching;
-    lock.unlock();
-    fetch(w);
-    lock.lock();
-    state_[w] = State::Held;
-    fetched_.notify_all();
-  } else {
-    fetched_.wait(lock, [&] { return state_[w] != State::Fetching; });
-  }
-  if (w + 1 < windows_.size() && state_[w + 1] == State::Idle) {
-    state_[w + 1] = State::Fetching;
+  if (first < forgotten_) return;  // left behind: the chunk is read on its own
+  horizon_ = std::max(horizon_, std::min(requests_.size(), last + 1 + kRequestsAhead));
+  if (fetchers_.empty()) {
     try {
-      background_.emplace_back([this, next = w + 1] {
-        fetch(next);
-        std::lock_guard done(mutex_);
-        state_[next] = State::Held;
-        fetched_.notify_all();
-      });
+      for (std::size_t i = 0; i < kInFlight; ++i) fetchers_.emplace_back([this] { fetcher(); });
     } catch (const std::system_error&) {
-      state_[w + 1] = State::Idle;  // no thread to spare: the window is fetched when it is needed
+      // Fewer threads than asked: those started share the requests; with none, reads go direct.
+      if (fetchers_.empty()) {
+        forgotten_ = requests_.size();
+        return;
+      }
     }
   }
-  // Parallel folds finish windows out of order by a little: keep the two before this one.
-  for (; forgotten_below_ + 2 < w; ++forgotten_below_) {
-    if (state_[forgotten_below_] != State::Held) continue;
-    source_.forget(windows_[forgotten_below_]);
-    state_[forgotten_below_] = State::Forgotten;
+  changed_.notify_all();
+  changed_.wait(lock, [&] {
+    for (std::size_t r = first; r <= last; ++r)
+      if (state_[r] != State::Landed && state_[r] != State::Forgotten) return false;
+    return true;
+  });
+  for (; forgotten_ + kRequestsBehind < first; ++forgotten_) {
+    if (state_[forgotten_] == State::Landed) source_.forget({&requests_[forgotten_], 1});
+    if (state_[forgotten_] != State::Fetching) state_[forgotten_] = State::Forgotten;
   }
 }
 

@@ -1,10 +1,12 @@
 #include "tessera/tet/npy_export.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "tessera/codec/npy.hpp"
 #include "tessera/core/checked.hpp"
+#include "tessera/tet/read_ahead.hpp"
 
 namespace tessera::tet {
 
@@ -29,7 +31,37 @@ std::uint64_t write_npy(const TetFile& file, const Dataset& ds, const Box& box, 
   const std::uint64_t cs0 = ds.chunk_shape[0];
   std::vector<std::byte> buffer;
   const ReadOptions read_options{options.threads, options.verify_checksums};
-  for (std::uint64_t c : touched_chunks(axis0, cs0)) {
+  // A remote file's chunks are fetched ahead, chunk row after chunk row (each slab alone may
+  // touch a single chunk, too few for read_box to read ahead on its own).
+  const std::vector<std::uint64_t> rows = touched_chunks(axis0, cs0);
+  std::shared_ptr<ChunkReadAhead> ahead;
+  std::uint64_t tiles_per_row = 1;
+  if (ChunkReadAhead::fetches(file)) {
+    std::vector<std::vector<std::uint64_t>> touched(nd);
+    for (std::size_t d = 1; d < nd; ++d) {
+      touched[d] = touched_chunks(box[d], ds.chunk_shape[d]);
+      tiles_per_row *= touched[d].size();
+    }
+    std::vector<std::uint32_t> entries;
+    std::vector<std::uint64_t> coords(nd);
+    for (const std::uint64_t c : rows) {
+      coords[0] = c;
+      for (std::uint64_t t = 0; t < tiles_per_row; ++t) {
+        std::uint64_t rest = t;
+        for (std::size_t d = nd; d-- > 1;) {
+          coords[d] = touched[d][rest % touched[d].size()];
+          rest /= touched[d].size();
+        }
+        entries.push_back(ds.entry_of_chunk[ds.chunk_ordinal(coords)]);
+      }
+    }
+    ahead = ChunkReadAhead::for_entries(file, entries);
+  }
+  std::uint64_t row_index = 0;
+  for (std::uint64_t c : rows) {
+    if (ahead)
+      for (std::uint64_t t = 0; t < tiles_per_row; ++t) ahead->before(row_index * tiles_per_row + t);
+    ++row_index;
     // Selected indices of axis 0 inside chunk row c.
     const std::uint64_t lo = std::max(c * cs0, axis0.start);
     std::uint64_t first = axis0.start + (lo - axis0.start + axis0.step - 1) / axis0.step * axis0.step;

@@ -15,6 +15,7 @@
 #include "tessera/io/prefetching_source.hpp"
 #include "tessera/io/uri.hpp"
 #include "tessera/tet/chunk_codec.hpp"
+#include "tessera/tet/read_ahead.hpp"
 
 namespace tessera::tet {
 namespace {
@@ -482,12 +483,28 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
     throw UsageError("read_box: destination is " + std::to_string(dst.size()) + " bytes, selection is " +
                      std::to_string(out_elems * es));
 
-  auto read_tile = [&](std::uint64_t t) {
-    std::array<std::uint64_t, kMaxRank> coords{}, origin{}, extent{};
+  // Tile t's grid coordinates: row-major over the touched chunks of each axis.
+  auto coords_of_tile = [&](std::uint64_t t, std::array<std::uint64_t, kMaxRank>& coords) {
     for (std::size_t d = nd; d-- > 0;) {
       coords[d] = touched[d][t % touched[d].size()];
       t /= touched[d].size();
     }
+  };
+  // A remote file's chunks are fetched ahead of the copies, in few parallel requests.
+  std::shared_ptr<ChunkReadAhead> ahead;
+  if (tiles > 1 && ChunkReadAhead::fetches(*this)) {
+    std::vector<std::uint32_t> entries(checked_size(tiles));
+    std::array<std::uint64_t, kMaxRank> coords{};
+    for (std::uint64_t t = 0; t < tiles; ++t) {
+      coords_of_tile(t, coords);
+      entries[t] = ds.entry_of_chunk[ds.chunk_ordinal({coords.data(), nd})];
+    }
+    ahead = ChunkReadAhead::for_entries(*this, entries);
+  }
+
+  auto read_tile = [&](std::uint64_t t) {
+    std::array<std::uint64_t, kMaxRank> coords{}, origin{}, extent{};
+    coords_of_tile(t, coords);
     ds.tile_extent({coords.data(), nd}, {origin.data(), nd}, {extent.data(), nd});
     std::vector<AxisCopy> axes(nd);
     for (std::size_t d = 0; d < nd; ++d) {
@@ -503,6 +520,7 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
       if (a.count == 0) return;
     }
     const std::uint32_t entry = ds.entry_of_chunk[ds.chunk_ordinal({coords.data(), nd})];
+    if (ahead) ahead->before(t);
     if (options.verify_checksums) check_chunk_checksum(entry);
     thread_local std::vector<std::byte> scratch;
     decode_chunk_into(entry, scratch);

@@ -19,6 +19,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/half.hpp"
 #include "tessera/io/byte_sink.hpp"
+#include "tessera/tet/read_ahead.hpp"
 #include "tessera/tet/reader.hpp"
 #include "tessera/tet_query/query_document.hpp"
 
@@ -29,8 +30,6 @@ using codec::json::Json;
 inline constexpr std::uint64_t kWindowBytes = 67108864;  // 64 MiB linear-scan window
 
 [[noreturn]] inline void fail(const std::string& text) { throw UsageError("validation: " + text); }
-
-class ReadAhead;  // query_read_ahead.hpp
 
 struct PlannedChunk {
   std::uint32_t entry = 0;
@@ -50,9 +49,9 @@ struct Plan {
   bool strided = false;     // some step > 1
   bool full_dense = false;  // whole dataset, every step 1
   bool contiguous_raw = false;
-  // Fetches the chunks ahead of the fold when the file is remote (query_read_ahead.hpp); shared
-  // by the plan's copies, null for a local file.
-  std::shared_ptr<ReadAhead> read_ahead;
+  // Fetches `chunks` ahead of the fold when the file is remote (tet/read_ahead.hpp); shared by
+  // the plan's copies, null for a local file.
+  std::shared_ptr<ChunkReadAhead> read_ahead;
 };
 
 Plan build_plan(const TetFile& file, const Dataset& ds, const DatasetMetadata* md,

@@ -9,7 +9,6 @@
 #include <set>
 
 #include "query_internal.hpp"
-#include "query_read_ahead.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/tet/chunk_codec.hpp"
 #include "tessera/tet_query/selection.hpp"
@@ -65,7 +64,10 @@ Plan build_plan(const TetFile& file, const Dataset& ds, const DatasetMetadata* m
     next = e.payload_offset + e.stored_byte_len;
   }
   if (raw_total != p.logical_bytes) p.contiguous_raw = false;
-  p.read_ahead = ReadAhead::for_plan(file, p.chunks);
+  std::vector<std::uint32_t> entries;
+  entries.reserve(p.chunks.size());
+  for (const PlannedChunk& c : p.chunks) entries.push_back(c.entry);
+  p.read_ahead = ChunkReadAhead::for_entries(file, entries);
   return p;
 }
 

@@ -1,6 +1,6 @@
-"""A query over a remote `.tet` file fetches the chunks ahead of the fold: neighbouring chunks merge
-into few ranged GETs, fetched in parallel, instead of one GET per chunk at the fold's pace
-(docs/remote.md). Counted by `fault_proxy.FaultProxy` in front of an `Origin` on 127.0.0.1; the
+"""A query, a Python read or a `tet cat` of a remote `.tet` file fetches the chunks ahead of their
+use: neighbouring chunks merge into few ranged GETs, fetched in parallel, instead of one GET per
+chunk at the reader's pace (docs/remote.md). Counted by `fault_proxy.FaultProxy` in front of an `Origin` on 127.0.0.1; the
 values are those of the same file read locally."""
 import json
 
@@ -68,8 +68,18 @@ def test_a_selection_fetches_only_its_chunks(served, proxy):
     assert fetched <= touched * CHUNK_ROWS * COLS * 4 + 2 * 65536 + 4096  # those chunks, the open's ends
 
 
-def test_python_reads_of_the_remote_file_equal_the_local_ones(served, proxy):
+@pytest.mark.parametrize("codec", ["raw", "zstd"])
+def test_reads_of_many_chunks_are_fetched_ahead_too(served, proxy, codec):
+    """`read_box` (Python slicing, xarray, `tet cat`) uses the same read-ahead as a query."""
     root, _ = served
-    local = tet.open(root / "zstd.tet")["a"]
-    remote = tet.open(f"{proxy.url}/zstd.tet")["a"]
+    local = tet.open(root / f"{codec}.tet")["a"]
+    remote = tet.open(f"{proxy.url}/{codec}.tet")["a"]
+    proxy.clear()
     np.testing.assert_array_equal(remote[100:1900:3, ::7], local[100:1900:3, ::7])
+    gets = [r for r in proxy.requests if r.method == "GET"]
+    assert len(gets) <= 3, [r.range for r in gets]  # 15 chunks in requests of at most 8 MiB
+    proxy.clear()
+    out = root / f"{codec}.npy"
+    run_cli("tet", "cat", f"{proxy.url}/{codec}.tet", "a", "-o", out)
+    np.testing.assert_array_equal(np.load(out), local[...])
+    assert len([r for r in proxy.requests if r.method == "GET"]) <= 2 + 3

@@ -1,27 +1,32 @@
-#include "query_read_ahead.hpp"
+#include "tessera/tet/read_ahead.hpp"
 
 #include <algorithm>
+#include <exception>
 
-#include "query_internal.hpp"
+namespace tessera::tet {
 
-namespace tessera::tet::qe {
-
-std::shared_ptr<ReadAhead> ReadAhead::for_plan(const TetFile& file, const std::vector<PlannedChunk>& chunks) {
+bool ChunkReadAhead::fetches(const TetFile& file) noexcept {
   const auto* source = dynamic_cast<const io::PrefetchingSource*>(&file.source());
-  if (source == nullptr || !source->fetches() || chunks.size() < 2) return nullptr;
+  return source != nullptr && source->fetches();
+}
+
+std::shared_ptr<ChunkReadAhead> ChunkReadAhead::for_entries(const TetFile& file,
+                                                            std::span<const std::uint32_t> entries) {
+  if (entries.size() < 2 || !fetches(file)) return nullptr;
+  const auto& source = dynamic_cast<const io::PrefetchingSource&>(file.source());
   // Requests of whole chunks, in offset order: a chunk split between two requests would be in
   // neither block whole, and read again on its own.
-  std::vector<std::size_t> by_offset(chunks.size());
-  for (std::size_t k = 0; k < chunks.size(); ++k) by_offset[k] = k;
+  std::vector<std::size_t> by_offset(entries.size());
+  for (std::size_t k = 0; k < entries.size(); ++k) by_offset[k] = k;
   auto range_of = [&](std::size_t k) {
-    const ChunkEntry& e = file.entry(chunks[k].entry);
+    const ChunkEntry& e = file.entry(entries[k]);
     return io::ByteRange{e.payload_offset, e.stored_byte_len};
   };
   std::stable_sort(by_offset.begin(), by_offset.end(),
                    [&](std::size_t a, std::size_t b) { return range_of(a).offset < range_of(b).offset; });
   const io::PrefetchOptions merge;  // the gap and request size every batched read uses
   std::vector<io::ByteRange> requests;
-  std::vector<std::pair<std::size_t, std::size_t>> requests_of_chunk(chunks.size());
+  std::vector<std::pair<std::size_t, std::size_t>> requests_of_chunk(entries.size());
   for (const std::size_t k : by_offset) {
     const io::ByteRange r = range_of(k);
     if (!requests.empty()) {
@@ -37,17 +42,18 @@ std::shared_ptr<ReadAhead> ReadAhead::for_plan(const TetFile& file, const std::v
     requests.push_back(r);
     requests_of_chunk[k] = {requests.size() - 1, requests.size() - 1};
   }
-  return std::make_shared<ReadAhead>(*source, std::move(requests), std::move(requests_of_chunk));
+  return std::make_shared<ChunkReadAhead>(source, std::move(requests), std::move(requests_of_chunk));
 }
 
-ReadAhead::ReadAhead(const io::PrefetchingSource& source, std::vector<io::ByteRange> requests,
-                     std::vector<std::pair<std::size_t, std::size_t>> requests_of_chunk)
+ChunkReadAhead::ChunkReadAhead(const io::PrefetchingSource& source, std::vector<io::ByteRange> requests,
+                               std::vector<std::pair<std::size_t, std::size_t>> requests_of_chunk)
     : source_(source),
       requests_(std::move(requests)),
       requests_of_chunk_(std::move(requests_of_chunk)),
-      state_(requests_.size(), State::Idle) {}
+      state_(requests_.size(), State::Idle),
+      error_(requests_.size()) {}
 
-ReadAhead::~ReadAhead() {
+ChunkReadAhead::~ChunkReadAhead() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -59,22 +65,26 @@ ReadAhead::~ReadAhead() {
 }
 
 // One long-lived thread per request in flight, so each keeps its HTTP connection between requests.
-void ReadAhead::fetcher() {
+void ChunkReadAhead::fetcher() {
   std::unique_lock lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return stopping_ || (next_ < horizon_ && next_ < requests_.size()); });
     if (stopping_) return;
     const std::size_t r = next_++;
-    if (r < forgotten_) continue;  // the fold is already past it
+    if (r < forgotten_) continue;  // the consumer is already past it
     state_[r] = State::Fetching;
     lock.unlock();
+    std::exception_ptr failed;
     try {
       source_.prefetch({&requests_[r], 1});
     } catch (...) {
-      // The chunk's own read goes to the network again and reports what fails there.
+      // The request layer has retried what it retries; the chunk's reader gets this error, as
+      // it would have had it asked itself (no second request for a 403 or a changed object).
+      failed = std::current_exception();
     }
     lock.lock();
-    if (r < forgotten_) {  // the fold went past it while it was under way
+    error_[r] = failed;
+    if (r < forgotten_) {  // the consumer went past it while it was under way
       source_.forget({&requests_[r], 1});
       state_[r] = State::Forgotten;
     } else {
@@ -84,7 +94,7 @@ void ReadAhead::fetcher() {
   }
 }
 
-void ReadAhead::before(std::size_t k) {
+void ChunkReadAhead::before(std::size_t k) {
   const std::size_t first = requests_of_chunk_[k].first;
   const std::size_t last = requests_of_chunk_[k].second;
   std::unique_lock lock(mutex_);
@@ -107,10 +117,12 @@ void ReadAhead::before(std::size_t k) {
       if (state_[r] != State::Landed && state_[r] != State::Forgotten) return false;
     return true;
   });
+  for (std::size_t r = first; r <= last; ++r)
+    if (error_[r]) std::rethrow_exception(error_[r]);
   for (; forgotten_ + kRequestsBehind < first; ++forgotten_) {
     if (state_[forgotten_] == State::Landed) source_.forget({&requests_[forgotten_], 1});
     if (state_[forgotten_] != State::Fetching) state_[forgotten_] = State::Forgotten;
   }
 }
 
-}  // namespace tessera::tet::qe
+}  // namespace tessera::tet

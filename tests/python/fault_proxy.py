@@ -402,6 +402,16 @@ class FaultProxy:
             conn.close()
 
 
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+
+
 def environ_without_proxies():
     """os.environ without proxy variables, so a child process talks to 127.0.0.1 directly."""
-    return {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    return {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
+
+
+def bypass_proxies(monkeypatch):
+    """Removes the proxy variables (either case) for one test, so libcurl talks to 127.0.0.1 directly."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)

@@ -29,7 +29,7 @@ import pytest
 
 import tessera
 from conftest import REPO, run_cli
-from fault_proxy import FaultProxy, Origin, environ_without_proxies
+from fault_proxy import FaultProxy, Origin, bypass_proxies, environ_without_proxies
 from tessera import ragged, tet
 
 TET_FILES = ["sample.tet", "large.tet"]
@@ -69,8 +69,7 @@ def module_proxy(origin):
 @pytest.fixture
 def proxy(module_proxy, monkeypatch):
     """The proxy with an empty plan, and enough tries to outlast every burst below."""
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
+    bypass_proxies(monkeypatch)
     monkeypatch.setenv("TESSERA_HTTP_RETRIES", "6")
     module_proxy.clear()
     yield module_proxy

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import run_cli
-from fault_proxy import FaultProxy, Origin
+from fault_proxy import FaultProxy, Origin, bypass_proxies
 from tessera import cells
 
 N_CELLS, N_GENES, TILE = 2_000, 40, 200
@@ -57,8 +57,7 @@ def served(dataset):
 
 @pytest.fixture
 def proxy(served, monkeypatch):
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
+    bypass_proxies(monkeypatch)
     served.clear()
     yield served
 
@@ -136,8 +135,7 @@ def wide_obs(tmp_path_factory):
 
 @pytest.fixture
 def wide_proxy(wide_obs, monkeypatch):
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
+    bypass_proxies(monkeypatch)
     origin = Origin(wide_obs)
     proxy = FaultProxy(origin.url)
     yield proxy

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import run_cli
-from fault_proxy import FaultProxy, Origin
+from fault_proxy import FaultProxy, Origin, bypass_proxies
 from tessera import tet
 
 ROWS, COLS, CHUNK_ROWS = 2048, 2048, 128  # 16 MiB of f32 in 16 chunks of 1 MiB
@@ -28,8 +28,7 @@ def served(tmp_path_factory):
 
 @pytest.fixture
 def proxy(served, monkeypatch):
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
+    bypass_proxies(monkeypatch)
     served[1].clear()
     return served[1]
 

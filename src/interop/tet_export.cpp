@@ -15,6 +15,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -33,6 +34,7 @@
 #include "tessera/core/number_text.hpp"
 #include "tessera/io/store.hpp"
 #include "tessera/tet/chunk_codec.hpp"
+#include "tessera/tet/read_ahead.hpp"
 #include "tessera/tet/reader.hpp"
 #include "tessera/version.hpp"
 #include "tessera/zarr/data_type.hpp"
@@ -263,7 +265,7 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
   for (const auto c : x.chunk_shape) full_elements = checked_mul(full_elements, c, "chunk size");
   const std::size_t full_bytes = checked_size(checked_mul(full_elements, es, "chunk size"));
   const std::uint64_t n = ds.entry_of_chunk.size();
-  tbb::parallel_for(std::uint64_t{0}, n, [&](std::uint64_t ordinal) {
+  auto export_chunk = [&](std::uint64_t ordinal) {
     std::vector<std::uint64_t> coords(nd), origin(nd), extent(nd);
     std::uint64_t rest = ordinal;
     for (std::size_t d = nd; d-- > 0;) {
@@ -303,6 +305,20 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
       case tet::Codec::Zstd: chunk = codec::zstd_compress(chunk, {3, true, false}); break;
     }
     store.put(key, chunk);
+  };
+  const auto ahead = tet::ChunkReadAhead::for_entries(file, ds.entry_of_chunk);
+  if (!ahead) {
+    tbb::parallel_for(std::uint64_t{0}, n, export_chunk);
+    return n;
+  }
+  // A remote file: every thread takes the next chunk in order, so the read-ahead's requests
+  // move with the chunks being written (a split range would read two places far apart).
+  std::atomic<std::uint64_t> next{0};
+  tbb::parallel_for(0, tbb::this_task_arena::max_concurrency(), [&](int) {
+    for (std::uint64_t ordinal = next++; ordinal < n; ordinal = next++) {
+      ahead->before(ordinal);
+      export_chunk(ordinal);
+    }
   });
   return n;
 }

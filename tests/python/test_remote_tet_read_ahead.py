@@ -1,5 +1,5 @@
-"""A query, a Python read or a `tet cat` of a remote `.tet` file fetches the chunks ahead of their
-use: neighbouring chunks merge into few ranged GETs, fetched in parallel, instead of one GET per
+"""A query, a Python read, a `tet cat` or a `tet export` of a remote `.tet` file fetches the chunks
+ahead of their use: neighbouring chunks merge into few ranged GETs, fetched in parallel, instead of one GET per
 chunk at the reader's pace (docs/remote.md). Counted by `fault_proxy.FaultProxy` in front of an `Origin` on 127.0.0.1; the
 values are those of the same file read locally."""
 import json
@@ -81,4 +81,16 @@ def test_reads_of_many_chunks_are_fetched_ahead_too(served, proxy, codec):
     out = root / f"{codec}.npy"
     run_cli("tet", "cat", f"{proxy.url}/{codec}.tet", "a", "-o", out)
     np.testing.assert_array_equal(np.load(out), local[...])
+    assert len([r for r in proxy.requests if r.method == "GET"]) <= 2 + 3
+
+
+def test_an_export_of_the_remote_file_reads_ahead_and_equals_the_local_export(served, proxy, tmp_path):
+    root, _ = served
+    run_cli("tet", "export", root / "zstd.tet", tmp_path / "local.zarr")
+    run_cli("tet", "export", f"{proxy.url}/zstd.tet", tmp_path / "remote.zarr")
+    local = sorted(p.relative_to(tmp_path / "local.zarr") for p in (tmp_path / "local.zarr").rglob("*") if p.is_file())
+    assert local == sorted(p.relative_to(tmp_path / "remote.zarr")
+                           for p in (tmp_path / "remote.zarr").rglob("*") if p.is_file())
+    for rel in local:
+        assert (tmp_path / "remote.zarr" / rel).read_bytes() == (tmp_path / "local.zarr" / rel).read_bytes(), rel
     assert len([r for r in proxy.requests if r.method == "GET"]) <= 2 + 3

@@ -271,6 +271,7 @@ class PyCellsDataset {
     out["decode_seconds"] = s.decode_seconds;
     out["tile_cache_hits"] = s.tile_cache_hits;
     out["decoded_cache_hits"] = s.decoded_cache_hits;
+    out["gene_indexes_built"] = s.gene_indexes_built;
     return out;
   }
 

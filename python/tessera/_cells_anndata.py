@@ -35,6 +35,8 @@ def gene_positions(ds, genes: Any) -> np.ndarray:
     """Stored columns for `genes`: gene names, or integer stored columns in [0, n_genes)."""
     if isinstance(genes, (str, int, np.integer)):
         genes = [genes]
+    if isinstance(genes, (list, tuple)) and genes and all(isinstance(g, str) for g in genes):
+        return gene_index(ds, genes)  # names: no detour through a numpy string array
     arr = np.asarray(genes if isinstance(genes, np.ndarray) else list(genes))
     if arr.size == 0:
         return np.empty(0, dtype=np.int64)

@@ -59,6 +59,8 @@ std::unique_ptr<Dataset> Dataset::open(std::shared_ptr<const io::Store> store, c
   impl->manifest = Manifest::parse({reinterpret_cast<const char*>(text->data()), text->size()},
                                    io::join_key(store->name(), "manifest.json"));
   impl->limits = impl->manifest.limits();
+  if (!impl->limits.empty() && impl->limits[0] > 0)
+    impl->first_tile_inverse = 1.0 / static_cast<double>(impl->limits[0]);
   impl->store = std::move(store);
   impl->options = options;
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
@@ -78,8 +80,7 @@ std::pair<std::uint64_t, std::uint64_t> Dataset::tile_bounds(std::uint64_t tile)
 std::uint64_t Dataset::tile_of(std::uint64_t cell) const {
   if (cell >= n_cells())
     throw UsageError("cell " + std::to_string(cell) + " outside [0, " + std::to_string(n_cells()) + ")");
-  return static_cast<std::uint64_t>(std::upper_bound(impl_->limits.begin(), impl_->limits.end(), cell) -
-                                    impl_->limits.begin());
+  return Impl::tile_of(impl_->limits, impl_->first_tile_inverse, cell);
 }
 
 const std::vector<std::string>& Dataset::var_names() {
@@ -158,8 +159,12 @@ using detail::widen_row;
 // until the request is destroyed. Caller holds api_mu (the grouping scratch lives in Impl).
 class BatchRequest {
  public:
-  BatchRequest(Dataset& ds, Dataset::Impl& impl, std::span<const std::int64_t> cells, std::vector<std::int64_t>& indptr)
+  // `row_lengths` false leaves indptr to fill_kept, which writes it (the rows' full lengths are
+  // then not needed, and finding them costs a cache miss per cell).
+  BatchRequest(Dataset& ds, Dataset::Impl& impl, std::span<const std::int64_t> cells, std::vector<std::int64_t>& indptr,
+               bool row_lengths = true)
       : impl_(impl), cells_(cells), indptr_(indptr) {
+    ++impl.requests;
     const std::uint64_t n_cells = ds.n_cells();
     for (const auto c : cells)
       if (c < 0 || static_cast<std::uint64_t>(c) >= n_cells)
@@ -186,6 +191,7 @@ class BatchRequest {
         plan.parsed[k] = impl.get_tile(plan.tiles[k]);
         ip = plan.parsed[k]->indptr();
       }
+      if (!row_lengths) continue;
       const std::uint64_t start = tile_start(k);
       for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
         const std::size_t i = plan.order[p];
@@ -193,7 +199,7 @@ class BatchRequest {
         indptr[i + 1] = ip[r + 1] - ip[r];
       }
     }
-    std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
+    if (row_lengths) std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
   }
   BatchRequest(const BatchRequest&) = delete;
   BatchRequest& operator=(const BatchRequest&) = delete;
@@ -250,66 +256,39 @@ class BatchRequest {
 #endif
   }
 
-  // The rows with only the nonzeros whose stored gene `keep` marks (indices stay stored columns,
-  // ascending) into `out`, indptr included. A row's kept nonzeros are not known before its tile
-  // is decoded, so they are staged in tile order and copied into request order at the end.
+  // The rows with only the genes of plan.kept, numbered as output columns and ascending in each
+  // row, into `out` (indptr included). A row's kept nonzeros are known only once its tile is
+  // decoded, so they are staged in tile order (kept_genes.hpp) and copied into request order at
+  // the end. A tile kept decoded is read through its gene index (built the first time).
   template <typename V>
-  void fill_kept(std::span<const std::uint8_t> keep, SparseBatch& out, std::vector<V>& out_values) {
+  void fill_kept(SparseBatch& out, std::vector<V>& out_values) {
     auto& plan = impl_.plan;
-    if (plan.stage_genes.size() < nnz()) {  // an upper bound: every nonzero kept
-      plan.stage_genes.resize(nnz());
-      plan.stage_counts.resize(nnz());
-    }
-    plan.row_first.resize(cells_.size());
-    std::int32_t* genes_out = plan.stage_genes.data();
-    std::int32_t* counts_out = plan.stage_counts.data();
-    std::uint64_t staged = 0;
-    // Rows are scattered over the decoded tiles, so their bytes miss the caches. A tile's rows
-    // are scanned first, collecting the positions of kept nonzeros (the genes of the rows a few
-    // ahead are prefetched); then the kept genes and counts are loaded, independent loads that
-    // overlap. (Loading each count right after its row's scan exposed a memory latency per row.)
-    constexpr std::size_t kAheadRows = 2;
-    const auto scan_rows = [&](std::size_t k, const std::vector<std::int64_t>& ip, const auto* genes, auto count_at) {
-      const std::uint64_t start = tile_start(k);
-      const auto row_of = [&](std::size_t p) { return static_cast<std::uint64_t>(cells_[plan.order[p]]) - start; };
-      auto& kept = plan.kept_positions;
-      kept.clear();
-      for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
-        if (p + kAheadRows < plan.offsets[k + 1]) {
-          const std::uint64_t ahead = row_of(p + kAheadRows);
-          for (auto j = static_cast<std::uint64_t>(ip[ahead]); j < static_cast<std::uint64_t>(ip[ahead + 1]);
-               j += 64 / sizeof(*genes))
-            __builtin_prefetch(genes + j);
-        }
-        const std::size_t i = plan.order[p];
-        const std::uint64_t r = row_of(p);
-        const std::size_t before = kept.size();
-        plan.row_first[i] = staged + before;
-        for (auto j = static_cast<std::uint64_t>(ip[r]); j < static_cast<std::uint64_t>(ip[r + 1]); ++j)
-          if (keep[static_cast<std::uint64_t>(genes[j])]) kept.push_back(j);
-        indptr_[i + 1] = static_cast<std::int64_t>(kept.size() - before);  // the length, for now
-      }
-      for (const std::uint64_t j : kept) {
-        genes_out[staged] = static_cast<std::int32_t>(genes[j]);
-        counts_out[staged++] = count_at(j);
-      }
-    };
+    auto& stage = plan.stage;
+    stage.reset(cells_.size());
     for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
-      const auto& d = decode_tile(k);
-      if (d.narrow)
-        scan_rows(k, d.indptr, d.genes.data(),
-                  [&](std::uint64_t j) { return d.counts[j] == 0xFFFF ? wide_count(d, j) : d.counts[j]; });
-      else scan_rows(k, d.indptr, d.indices.data(), [&](std::uint64_t j) { return d.values[j]; });
+      decode_tile(k);
+      auto& d = *impl_.find_decoded(plan.tiles[k]);  // decode_tile's, mutable for its index
+      const std::uint64_t start = tile_start(k);
+      plan.tile_rows.clear();
+      for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p)
+        plan.tile_rows.push_back({plan.order[p], static_cast<std::uint64_t>(cells_[plan.order[p]]) - start});
+      if (const auto* index = impl_.gene_index_of(d))
+        detail::stage_indexed(*index, plan.tile_rows, plan.kept, stage, indptr_);
+      else detail::stage_scanned(d, plan.tile_rows, plan.kept, stage, indptr_);
     }
     indptr_[0] = 0;
     std::partial_sum(indptr_.begin(), indptr_.end(), indptr_.begin());
-    out.indices.resize(staged);
-    out_values.resize(staged);
+    // A repeated cell is staged once by the gene index and copied once per request.
+    const auto nnz = static_cast<std::size_t>(indptr_.back());
+    out.indices.resize(nnz);
+    out_values.resize(nnz);
     for (std::size_t i = 0; i < cells_.size(); ++i) {
       const auto to = static_cast<std::uint64_t>(indptr_[i]), len = static_cast<std::uint64_t>(indptr_[i + 1]) - to;
-      std::copy_n(genes_out + plan.row_first[i], len, out.indices.data() + to);
-      std::transform(counts_out + plan.row_first[i], counts_out + plan.row_first[i] + len, out_values.data() + to,
-                     [](std::int32_t c) { return static_cast<V>(c); });
+      const std::uint64_t from = stage.first[i];
+      for (std::uint64_t e = 0; e < len; ++e) {  // a few per row: a loop, not a call to memmove
+        out.indices[to + e] = stage.columns[from + e];
+        out_values[to + e] = static_cast<V>(stage.counts[from + e]);
+      }
     }
   }
 
@@ -322,14 +301,6 @@ class BatchRequest {
     const auto& d = impl_.decode(plan.tiles[k], plan.parsed[k].get());
     if (k + 1 < plan.tiles.size()) impl_.decode_ahead_locked(plan.tiles[k + 1], plan.tiles[k]);
     return d;
-  }
-
-  // The count at position j of a narrow tile whose stored count is 65535 (the real one when it
-  // was wider).
-  static std::int32_t wide_count(const Dataset::Impl::Decoded& d, std::uint64_t j) {
-    const auto w = std::lower_bound(d.wide_counts.begin(), d.wide_counts.end(), j,
-                                    [](const WideCount& c, std::uint64_t pos) { return c.position < pos; });
-    return w != d.wide_counts.end() && w->position == j ? static_cast<std::int32_t>(w->count) : 0xFFFF;
   }
 
   std::uint64_t tile_start(std::size_t k) const {
@@ -345,13 +316,15 @@ class BatchRequest {
     plan.tiles.clear();
     plan.slot_of.resize(cells_.size());
     if (plan.slot_by_tile.size() != ds.n_tiles()) plan.slot_by_tile.assign(ds.n_tiles(), kNoSlot);
+    const std::span<const std::uint64_t> limits = impl_.limits;
+    const double first_tile_inverse = impl_.first_tile_inverse;
     std::uint64_t lo = 1, hi = 0, tile = 0;  // bounds of the last cell's tile (empty at first)
     for (std::size_t i = 0; i < cells_.size(); ++i) {
       const auto c = static_cast<std::uint64_t>(cells_[i]);
       if (c < lo || c >= hi) {  // consecutive cells mostly share a tile: skip the search
-        tile = ds.tile_of(c);
-        lo = tile == 0 ? 0 : impl_.limits[tile - 1];
-        hi = impl_.limits[tile];
+        tile = Dataset::Impl::tile_of(limits, first_tile_inverse, c);  // c was checked by the constructor
+        lo = tile == 0 ? 0 : limits[tile - 1];
+        hi = limits[tile];
       }
       std::size_t& slot = plan.slot_by_tile[tile];
       if (slot == kNoSlot) {
@@ -430,25 +403,18 @@ void Dataset::get_batch(std::span<const std::int64_t> cells, std::span<const std
     out = select_columns(std::move(out), genes);
     return;
   }
-  {
-    const auto lk = impl_->lock_request();
-    auto& keep = impl_->plan.keep_gene;
-    keep.assign(n, 0);
-    for (const auto g : genes) keep[static_cast<std::uint64_t>(g)] = 1;
-    BatchRequest req(*this, *impl_, cells, out.indptr);
-    out.values = values;
-    out.n_genes = n;
-    if (values == Values::Int32) {
-      out.values_float32.clear();
-      req.fill_kept<std::int32_t>(keep, out, out.values_int32);
-    } else {
-      out.values_int32.clear();
-      req.fill_kept<float>(keep, out, out.values_float32);
-    }
+  const auto lk = impl_->lock_request();
+  impl_->plan.kept.assign(genes, n);
+  BatchRequest req(*this, *impl_, cells, out.indptr, /*row_lengths=*/false);
+  out.values = values;
+  out.n_genes = genes.size();
+  if (values == Values::Int32) {
+    out.values_float32.clear();
+    req.fill_kept<std::int32_t>(out, out.values_int32);
+  } else {
+    out.values_int32.clear();
+    req.fill_kept<float>(out, out.values_float32);
   }
-  // The kept nonzeros are few: numbering them as `genes` (with repeats and in that order) is a
-  // small counting sort, done in place when no gene repeats.
-  out = select_columns(std::move(out), genes);
 }
 
 SparseBatch Dataset::get_batch(std::span<const std::int64_t> cells, Values values) {

@@ -5,6 +5,7 @@
 
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -16,9 +17,12 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <thread>
 #include <vector>
 
+#include "decoded_tile.hpp"
+#include "kept_genes.hpp"
 #include "tessera/cells/dataset.hpp"
 
 namespace tessera::cells {
@@ -27,6 +31,22 @@ struct Dataset::Impl {
   std::shared_ptr<const io::Store> store;
   Manifest manifest;
   std::vector<std::uint64_t> limits;
+  double first_tile_inverse = 0;  // 1 / cells of tile 0, for tile_of's guess
+
+  // The tile holding `cell` (< n_cells, checked by the caller), given the tiles' `limits` and
+  // `first_tile_inverse`. Tiles mostly hold the same number of cells: the guess from the first
+  // tile's size (a multiplication by its inverse; a 64-bit division costs more than the rest) is
+  // then right, and a random batch does not pay a mispredicted binary search per cell. Static, so
+  // that a loop over cells can keep the limits in registers.
+  static std::uint64_t tile_of(std::span<const std::uint64_t> limits, double first_tile_inverse,
+                               std::uint64_t cell) noexcept {
+    if (limits[0] > 0) {
+      const auto guess = std::min<std::uint64_t>(
+          static_cast<std::uint64_t>(static_cast<double>(cell) * first_tile_inverse), limits.size() - 1);
+      if (cell < limits[guess] && (guess == 0 || limits[guess - 1] <= cell)) return guess;
+    }
+    return static_cast<std::uint64_t>(std::upper_bound(limits.begin(), limits.end(), cell) - limits.begin());
+  }
   OpenOptions options;
 
   // ---- compressed-tile cache (tile_cache.cpp) ----
@@ -58,22 +78,13 @@ struct Dataset::Impl {
     std::lock_guard<std::mutex> request, api;
   };
   [[nodiscard]] RequestLock lock_request() { return {std::lock_guard(request_mu), std::lock_guard(api_mu)}; }
-  // A decoded tile in one of two forms: int32 `indices` and `values`, or (narrow, see
-  // OpenOptions::narrow_tiles) uint16 `genes` and `counts` plus the counts above 65535.
-  struct Decoded {
-    std::uint64_t tile = 0;
-    bool narrow = false;
-    bool hot = false;                  // kept for reuse under decoded_cache_bytes (see OpenOptions::max_cached_tiles)
-    std::vector<std::int64_t> indptr;  // the tile's, so a batch of decoded tiles needs no fetch
-    std::vector<std::int32_t> indices, values;
-    std::vector<std::uint16_t> genes, counts;
-    std::vector<WideCount> wide_counts;
-  };
+  using Decoded = detail::DecodedTile;
   std::list<Decoded> decoded;  // front = most recently used
   // Per tile: its entry in `decoded`, or decoded.end() (a list's end() is stable).
   std::vector<std::list<Decoded>::iterator> decoded_entry;
   std::vector<std::uint8_t> decoded_before;  // per tile: decoded at least once (adaptive mode)
   std::vector<Decoded> free_buffers;
+  std::uint64_t requests = 0;  // batch requests begun (under api_mu): which one decoded a tile
   std::unique_ptr<tbb::task_arena> decode_arena;
 
   // ---- decode-ahead (decode_ahead.cpp) ----
@@ -120,12 +131,11 @@ struct Dataset::Impl {
     std::vector<std::size_t> order;                   // request positions grouped by tile
     std::vector<std::size_t> slot_of, cursor;         // grouping scratch
     std::vector<std::size_t> slot_by_tile;            // tile -> entry of `tiles`, or none
-    // A batch of some genes only (get_batch with genes): which stored genes are kept, and the
-    // kept nonzeros staged in tile order with each request position's first one.
-    std::vector<std::uint8_t> keep_gene;
-    std::vector<std::int32_t> stage_genes, stage_counts;
-    std::vector<std::uint64_t> row_first;
-    std::vector<std::uint64_t> kept_positions;  // of the tile being scanned
+    // A batch of some genes only (get_batch with genes): the genes, each tile's requested rows,
+    // and the kept nonzeros staged in tile order.
+    detail::KeptGenes kept;
+    std::vector<detail::TileRow> tile_rows;
+    detail::KeptStage stage;
   };
   BatchPlan plan;
 
@@ -164,6 +174,13 @@ struct Dataset::Impl {
   std::optional<bool> make_decoded_room(std::uint64_t t, std::optional<std::uint64_t> keep);
   // Bytes tile `t` takes decoded, from the manifest's nonzero count.
   std::uint64_t decoded_bytes(std::uint64_t t) const;
+  // Bytes the hot tiles take, their gene indexes included.
+  std::uint64_t hot_decoded_bytes() const;
+  // The gene index of decoded tile `d`, built now if `d` is hot and the index fits in what the
+  // hot tiles leave of decoded_cache_bytes; nullptr otherwise (the caller scans the rows). A
+  // transient tile that an earlier request decoded is reused as surely as one decoded twice, and
+  // becomes hot here when it fits.
+  const detail::GeneIndex* gene_index_of(Decoded& d);
   // Grows `d` to hold tile `t` and decodes it there, counting it in the statistics; the caller
   // holds api_mu or owns `d` exclusively.
   void decode_into(Decoded& d, std::uint64_t t, const Tile& tile);

@@ -21,6 +21,44 @@ std::uint64_t Dataset::Impl::decoded_bytes(std::uint64_t t) const {
   return manifest.tile_nnz[t] * (narrow ? 2 * sizeof(std::uint16_t) : 2 * sizeof(std::int32_t));
 }
 
+std::uint64_t Dataset::Impl::hot_decoded_bytes() const {
+  std::uint64_t sum = 0;
+  for (const auto& d : decoded)
+    if (d.hot) sum += decoded_bytes(d.tile) + d.by_gene.bytes();
+  return sum;
+}
+
+const detail::GeneIndex* Dataset::Impl::gene_index_of(Decoded& d) {
+  if (d.by_gene.built()) return &d.by_gene;
+  if (!d.hot) {
+    // Read by its first request only so far: its index would cost more than the scan it saves.
+    if (d.first_request == requests || options.max_cached_tiles > 0) return nullptr;
+    if (hot_decoded_bytes() + decoded_bytes(d.tile) > options.decoded_cache_bytes) return nullptr;
+    d.hot = true;
+  }
+  const std::uint64_t used = hot_decoded_bytes();
+  if (used >= options.decoded_cache_bytes) return nullptr;
+  const std::uint64_t room = options.decoded_cache_bytes - used;
+  const std::size_t nnz = d.indptr.empty() ? 0 : static_cast<std::size_t>(d.indptr.back());
+  const bool built =
+      d.narrow ? d.by_gene.build<std::uint16_t, std::uint16_t>(d.indptr, {d.genes.data(), nnz}, {d.counts.data(), nnz},
+                                                               d.wide_counts, manifest.n_genes, room)
+               : d.by_gene.build<std::int32_t, std::int32_t>(d.indptr, {d.indices.data(), nnz}, {d.values.data(), nnz},
+                                                             {}, manifest.n_genes, room);
+  if (!built) return nullptr;
+  std::lock_guard lk(cache_mu);
+  ++stats.gene_indexes_built;
+  return &d.by_gene;
+}
+
+std::int32_t detail::DecodedTile::count_at(std::uint64_t j) const {
+  if (!narrow) return values[j];
+  if (counts[j] != 0xFFFF) return counts[j];
+  const auto w = std::lower_bound(wide_counts.begin(), wide_counts.end(), j,
+                                  [](const WideCount& c, std::uint64_t pos) { return c.position < pos; });
+  return w != wide_counts.end() && w->position == j ? static_cast<std::int32_t>(w->count) : 0xFFFF;
+}
+
 Dataset::Impl::Decoded* Dataset::Impl::find_decoded(std::uint64_t t) {
   if (t >= decoded_entry.size() || decoded_entry[t] == decoded.end()) return nullptr;
   return &*decoded_entry[t];
@@ -28,12 +66,14 @@ Dataset::Impl::Decoded* Dataset::Impl::find_decoded(std::uint64_t t) {
 
 Dataset::Impl::Decoded& Dataset::Impl::insert_decoded(Decoded&& d) {
   if (decoded_entry.size() != limits.size()) decoded_entry.assign(limits.size(), decoded.end());
+  d.first_request = requests;
   decoded.push_front(std::move(d));
   decoded_entry[decoded.front().tile] = decoded.begin();
   return decoded.front();
 }
 
 void Dataset::Impl::recycle(Decoded&& d) {
+  d.by_gene.clear();
   // Two spare buffers cover the transient tiles; more would hold memory no cache accounts for.
   if (free_buffers.size() < kTransientTiles) free_buffers.push_back(std::move(d));
 }
@@ -68,14 +108,8 @@ std::optional<bool> Dataset::Impl::make_decoded_room(std::uint64_t t, std::optio
       if (!evict_lru([](const Decoded& d) { return !d.hot; })) return std::nullopt;
     return false;
   }
-  const auto hot_bytes = [&] {
-    std::uint64_t sum = 0;
-    for (const auto& d : decoded)
-      if (d.hot) sum += decoded_bytes(d.tile);
-    return sum;
-  };
   // When only `keep` is left to evict the budget is exceeded by that one tile until it goes.
-  while (hot_bytes() + bytes > options.decoded_cache_bytes)
+  while (hot_decoded_bytes() + bytes > options.decoded_cache_bytes)
     if (!evict_lru([](const Decoded& d) { return d.hot; })) break;
   return true;
 }
@@ -136,6 +170,7 @@ void Dataset::Impl::prepare_buffer(Decoded& d, std::uint64_t t, const Tile& tile
     d.values.resize(nnz);
   }
   d.wide_counts.clear();
+  d.by_gene.clear();
 }
 
 void Dataset::Impl::count_decode(std::chrono::steady_clock::time_point t0) {

@@ -6,7 +6,8 @@
 // three tiles decodes again, a budget of 0 keeps only two tiles); a tile count gives the plain
 // LRU. Subsets: get_batch(cells, genes) equals select_columns(get_batch(cells), genes), which
 // BatchColumns checks against the dense definition, on narrow and wide tiles, with counts above
-// 65,535, both value types, repeated and unordered genes, small and large subsets.
+// 65,535, both value types, repeated and unordered genes, small and large subsets, by the row
+// scan and through the gene index of tiles kept decoded.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "support/testing.hpp"
 #include "tessera/cells/batch_columns.hpp"
 #include "tessera/cells/dataset_writer.hpp"
+#include "cells/gene_index.hpp"
 #include "tessera/core/error.hpp"
 #include "test_matrices.hpp"
 
@@ -190,6 +192,47 @@ TEST_F(DecodedCacheTest, GeneSubsetsOfNarrowTilesEqualTheSelectionOfWholeRows) {
   EXPECT_THROW(ds->get_batch(outside, one, Values::Int32, b), UsageError);
 }
 
+// Tiles kept decoded answer gene subsets through their gene index, built once per tile and
+// counted in decoded_cache_bytes; a budget without room for the indexes scans rows instead. Both
+// give the selection of whole rows.
+TEST_F(DecodedCacheTest, GeneSubsetsOfKeptTilesGoThroughTheirGeneIndex) {
+  std::mt19937_64 rng(12);
+  const auto subsets = gene_subsets(kNarrowGenes, 400, rng);
+  std::vector<std::int64_t> all(kCells);
+  std::iota(all.begin(), all.end(), 0);
+  const auto batches = random_batches(4);
+
+  auto ds = Dataset::open(path());
+  // Before any tile is reused, a subset scans rows: nothing is indexed.
+  SparseBatch first;
+  ds->get_batch(all, subsets[2], Values::Int32, first);
+  EXPECT_EQ(ds->stats().gene_indexes_built, 0u);
+  expect_same(first, select_columns(Dataset::open(path())->get_batch(all, Values::Int32), subsets[2]));
+  (void)ds->get_batch(all);  // every tile decoded a second time: all kept
+  for (const auto& cells : batches) expect_subsets_equal_selection(*ds, cells, subsets);
+  EXPECT_EQ(ds->stats().gene_indexes_built, ds->n_tiles());
+  const auto decoded = ds->stats().tiles_decoded;
+  for (const auto& cells : batches) expect_subsets_equal_selection(*ds, cells, subsets);
+  EXPECT_EQ(ds->stats().gene_indexes_built, ds->n_tiles()) << "indexes are built once";
+  EXPECT_EQ(ds->stats().tiles_decoded, decoded);
+
+  // The same with the portable gather (the form for CPUs without POPCNT or AVX2).
+  detail::GeneIndex::use_portable_kernel_for_testing(true);
+  for (const auto& cells : batches) expect_subsets_equal_selection(*ds, cells, subsets);
+  detail::GeneIndex::use_portable_kernel_for_testing(false);
+
+  // A budget that holds the decoded tiles but not their indexes: subsets scan the rows.
+  SparseBatch whole = ds->get_batch(all, Values::Int32);
+  const std::uint64_t tiles_bytes = whole.nnz() * 2 * sizeof(std::uint16_t);
+  auto tight = Dataset::open(path(), {.decoded_cache_bytes = tiles_bytes});
+  (void)tight->get_batch(all);
+  (void)tight->get_batch(all);
+  const auto tight_decoded = tight->stats().tiles_decoded;
+  for (const auto& cells : batches) expect_subsets_equal_selection(*tight, cells, subsets);
+  EXPECT_EQ(tight->stats().gene_indexes_built, 0u);
+  EXPECT_EQ(tight->stats().tiles_decoded, tight_decoded) << "no kept tile was evicted for an index";
+}
+
 TEST(DecodedCacheWide, GeneSubsetsOfWideTilesEqualTheSelectionOfWholeRows) {
   // More than 65,536 genes: tiles decode to int32 (no narrow form), genes spread to 70,000.
   tessera::testing::TempDir tmp;
@@ -205,6 +248,8 @@ TEST(DecodedCacheWide, GeneSubsetsOfWideTilesEqualTheSelectionOfWholeRows) {
   subsets.push_back(present);
   std::vector<std::int64_t> cells(300);
   for (auto& c : cells) c = static_cast<std::int64_t>(rng() % 300);
+  expect_subsets_equal_selection(*ds, cells, subsets);
+  EXPECT_GT(ds->stats().gene_indexes_built, 0u) << "the int32 form is indexed too";
   expect_subsets_equal_selection(*ds, cells, subsets);
 }
 

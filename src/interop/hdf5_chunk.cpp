@@ -174,4 +174,57 @@ bool DirectChunks::read(hid_t dataset, std::span<const std::uint64_t> origin, st
   return true;
 }
 
+std::optional<DirectBoxReader> DirectBoxReader::plan(hid_t dataset, hid_t file_type,
+                                                     std::span<const std::uint64_t> shape) {
+  if (shape.empty() || shape.size() > 2) return std::nullopt;
+  const auto element = classify(file_type);
+  if (!element || element->stored == DType::F16 || element->stored == DType::Bool) return std::nullopt;
+  auto chunks = DirectChunks::plan(dataset, element->memory.get(), shape);
+  if (!chunks) return std::nullopt;
+  DirectBoxReader r;
+  r.chunks_ = std::move(*chunks);
+  r.element_ = element->stored;
+  r.shape_.assign(shape.begin(), shape.end());
+  return r;
+}
+
+bool DirectBoxReader::read(hid_t dataset, std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
+                           std::span<double> out) {
+  const std::size_t rank = shape_.size();
+  if (origin.size() != rank || extent.size() != rank) return false;
+  const auto& chunk = chunks_.chunk();
+  // Box and chunk as [rows, columns] (a 1-D dataset is one column).
+  const std::uint64_t box_rows = extent[0], box_cols = rank == 2 ? extent[1] : 1;
+  const std::uint64_t row0 = origin[0], col0 = rank == 2 ? origin[1] : 0;
+  const std::uint64_t chunk_rows = chunk[0], chunk_cols = rank == 2 ? chunk[1] : 1;
+  const std::uint64_t shape_cols = rank == 2 ? shape_[1] : 1;
+  if (box_rows == 0 || box_cols == 0) return true;
+  for (std::uint64_t cr = row0 / chunk_rows * chunk_rows; cr < row0 + box_rows; cr += chunk_rows) {
+    for (std::uint64_t cc = col0 / chunk_cols * chunk_cols; cc < col0 + box_cols; cc += chunk_cols) {
+      const std::uint64_t c_origin[2] = {cr, cc};
+      const std::uint64_t c_extent[2] = {std::min(chunk_rows, shape_[0] - cr), std::min(chunk_cols, shape_cols - cc)};
+      const std::span<const std::uint64_t> co(c_origin, rank), ce(c_extent, rank);
+      if (!std::equal(co.begin(), co.end(), buffer_origin_.begin(), buffer_origin_.end())) {
+        buffer_origin_.clear();
+        buffer_.resize(static_cast<std::size_t>(c_extent[0] * c_extent[1]) * dtype_size(element_));
+        if (!chunks_.read(dataset, co, ce, buffer_)) return false;
+        buffer_origin_.assign(co.begin(), co.end());
+      }
+      // The part of the chunk inside the box, converted row by row.
+      const std::uint64_t r_lo = std::max(cr, row0), r_hi = std::min(cr + c_extent[0], row0 + box_rows);
+      const std::uint64_t c_lo = std::max(cc, col0), c_hi = std::min(cc + c_extent[1], col0 + box_cols);
+      visit_dtype(element_, [&](auto zero) {
+        using T = decltype(zero);
+        const T* in = reinterpret_cast<const T*>(buffer_.data());
+        for (std::uint64_t r = r_lo; r < r_hi; ++r) {
+          const T* from = in + (r - cr) * c_extent[1] + (c_lo - cc);
+          double* to = out.data() + (r - row0) * box_cols + (c_lo - col0);
+          for (std::uint64_t c = 0; c < c_hi - c_lo; ++c) to[c] = static_cast<double>(from[c]);
+        }
+      });
+    }
+  }
+  return true;
+}
+
 }  // namespace tessera::interop::h5

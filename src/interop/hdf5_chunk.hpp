@@ -14,6 +14,8 @@
 #include <span>
 #include <vector>
 
+#include "tessera/core/dtype.hpp"
+
 namespace tessera::interop::h5 {
 
 class DirectChunks {
@@ -32,12 +34,39 @@ class DirectChunks {
   bool read(hid_t dataset, std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
             std::span<std::byte> out) const;
 
+  const std::vector<std::uint64_t>& chunk() const noexcept { return chunk_; }
+
  private:
   enum class Filter { Deflate, Shuffle };
   std::vector<std::uint64_t> shape_, chunk_;
   std::size_t element_size_ = 0;
   std::uint64_t chunk_bytes_ = 0;  // an unclipped chunk, decoded
   std::vector<Filter> filters_;    // in pipeline (write) order; decoding runs them backwards
+};
+
+// Boxes of a 1-D or 2-D numeric dataset read as double through DirectChunks: each chunk the box
+// meets is decoded whole (ISA-L, outside libhdf5's lock) and the part inside the box converted.
+// The last chunk decoded is kept, so consecutive slabs that share a chunk (a granule read in
+// blocks of rows that are not multiples of its chunk rows) decode it once. One reader per thread.
+class DirectBoxReader {
+ public:
+  // nullopt when the dataset does not qualify: not chunked with deflate and/or shuffle only, a
+  // rank other than 1 or 2, or elements other than integers and 32/64-bit floats in the
+  // machine's byte order. Never throws.
+  static std::optional<DirectBoxReader> plan(hid_t dataset, hid_t file_type, std::span<const std::uint64_t> shape);
+
+  // The box [origin, origin + extent) (inside the dataset) as double into `out` (exactly its
+  // element count). False when a chunk cannot be read directly (DirectChunks::read): the caller
+  // then reads the box with H5Dread, which supplies fill values and reports damage in its words.
+  bool read(hid_t dataset, std::span<const std::uint64_t> origin, std::span<const std::uint64_t> extent,
+            std::span<double> out);
+
+ private:
+  DirectChunks chunks_;
+  DType element_ = DType::F64;
+  std::vector<std::uint64_t> shape_;
+  std::vector<std::byte> buffer_;             // the last chunk decoded
+  std::vector<std::uint64_t> buffer_origin_;  // its origin, empty when none
 };
 
 }  // namespace tessera::interop::h5

@@ -11,6 +11,7 @@
 #include "tessera/io/byte_source.hpp"
 #include "tessera/io/uri.hpp"
 #include "tessera/tet/repair.hpp"
+#include "tessera/tet/reader.hpp"
 #include "tessera/tet/verify.hpp"
 
 namespace tessera::cli {
@@ -34,7 +35,9 @@ struct RepairArgs {
 tet::VerifyReport verify_path(const std::string& path, bool deep) {
   tet::VerifyOptions options;
   options.deep_decode = deep;
-  return tet::verify(*io::open_source(path), options);
+  // Prefetching the structure and fetching the chunks ahead matter for a remote file.
+  const auto source = tet::with_metadata_prefetched(io::open_source(path));
+  return tet::verify(*source, options);
 }
 
 void register_repair(CLI::App& tet, int& rc) {

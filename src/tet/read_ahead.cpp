@@ -13,22 +13,29 @@ bool ChunkReadAhead::fetches(const TetFile& file) noexcept {
 std::shared_ptr<ChunkReadAhead> ChunkReadAhead::for_entries(const TetFile& file,
                                                             std::span<const std::uint32_t> entries) {
   if (entries.size() < 2 || !fetches(file)) return nullptr;
-  const auto& source = dynamic_cast<const io::PrefetchingSource&>(file.source());
+  std::vector<io::ByteRange> chunks(entries.size());
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    const ChunkEntry& e = file.entry(entries[k]);
+    chunks[k] = {e.payload_offset, e.stored_byte_len};
+  }
+  return for_ranges(file.source(), chunks);
+}
+
+std::shared_ptr<ChunkReadAhead> ChunkReadAhead::for_ranges(const io::ByteSource& source,
+                                                           std::span<const io::ByteRange> chunks) {
+  const auto* prefetching = dynamic_cast<const io::PrefetchingSource*>(&source);
+  if (chunks.size() < 2 || prefetching == nullptr || !prefetching->fetches()) return nullptr;
   // Requests of whole chunks, in offset order: a chunk split between two requests would be in
   // neither block whole, and read again on its own.
-  std::vector<std::size_t> by_offset(entries.size());
-  for (std::size_t k = 0; k < entries.size(); ++k) by_offset[k] = k;
-  auto range_of = [&](std::size_t k) {
-    const ChunkEntry& e = file.entry(entries[k]);
-    return io::ByteRange{e.payload_offset, e.stored_byte_len};
-  };
+  std::vector<std::size_t> by_offset(chunks.size());
+  for (std::size_t k = 0; k < chunks.size(); ++k) by_offset[k] = k;
   std::stable_sort(by_offset.begin(), by_offset.end(),
-                   [&](std::size_t a, std::size_t b) { return range_of(a).offset < range_of(b).offset; });
+                   [&](std::size_t a, std::size_t b) { return chunks[a].offset < chunks[b].offset; });
   const io::PrefetchOptions merge;  // the gap and request size every batched read uses
   std::vector<io::ByteRange> requests;
-  std::vector<std::pair<std::size_t, std::size_t>> requests_of_chunk(entries.size());
+  std::vector<std::pair<std::size_t, std::size_t>> requests_of_chunk(chunks.size());
   for (const std::size_t k : by_offset) {
-    const io::ByteRange r = range_of(k);
+    const io::ByteRange r = chunks[k];
     if (!requests.empty()) {
       io::ByteRange& q = requests.back();
       const std::uint64_t end = q.offset + q.length;
@@ -42,7 +49,7 @@ std::shared_ptr<ChunkReadAhead> ChunkReadAhead::for_entries(const TetFile& file,
     requests.push_back(r);
     requests_of_chunk[k] = {requests.size() - 1, requests.size() - 1};
   }
-  return std::make_shared<ChunkReadAhead>(source, std::move(requests), std::move(requests_of_chunk));
+  return std::make_shared<ChunkReadAhead>(*prefetching, std::move(requests), std::move(requests_of_chunk));
 }
 
 ChunkReadAhead::ChunkReadAhead(const io::PrefetchingSource& source, std::vector<io::ByteRange> requests,

@@ -187,6 +187,8 @@ namespace {
 constexpr std::uint64_t kSpeculativeHeadBytes = std::uint64_t{64} * 1024;
 constexpr std::uint64_t kSpeculativeTailBytes = std::uint64_t{64} * 1024;
 
+}  // namespace
+
 // A source that is not memory-resident (a remote object, a pread file) is wrapped so that the
 // metadata reads of the open are served from one prefetch instead of one request each.
 std::shared_ptr<const io::ByteSource> with_metadata_prefetched(std::shared_ptr<const io::ByteSource> source) {
@@ -198,8 +200,6 @@ std::shared_ptr<const io::ByteSource> with_metadata_prefetched(std::shared_ptr<c
   wrapped->prefetch(ends);
   return wrapped;
 }
-
-}  // namespace
 
 TetFile TetFile::open(std::shared_ptr<const io::ByteSource> source) {
   source = with_metadata_prefetched(std::move(source));

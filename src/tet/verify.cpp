@@ -3,6 +3,8 @@
 // chunk decoding from the reader's decode path, so verify and open never disagree on a rule.
 #include "tessera/tet/verify.hpp"
 
+#include <atomic>
+
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -15,6 +17,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/tet/footer.hpp"
 #include "tessera/tet/layout.hpp"
+#include "tessera/tet/read_ahead.hpp"
 #include "tessera/tet/reader.hpp"
 
 namespace tessera::tet {
@@ -123,10 +126,13 @@ std::vector<std::optional<std::string>> decode_errors(const io::ByteSource& src,
                                                       const std::vector<std::uint32_t>* crcs, std::size_t count,
                                                       unsigned threads) {
   std::vector<std::optional<std::string>> errors(count);
+  const auto in_file = [&](const ChunkEntry& e) {
+    const auto end = add_u64(e.payload_offset, e.stored_byte_len);
+    return end && *end <= src.size();
+  };
   auto check = [&](std::size_t i) {
     const ChunkEntry& e = entries[i];
-    const auto end = add_u64(e.payload_offset, e.stored_byte_len);
-    if (!end || *end > src.size()) {
+    if (!in_file(e)) {
       errors[i] = "chunk " + std::to_string(i) + ": payload slice out of file bounds";
       return;
     }
@@ -138,6 +144,39 @@ std::vector<std::optional<std::string>> decode_errors(const io::ByteSource& src,
       errors[i] = err.what();
     }
   };
+  // A remote file: its chunks are fetched ahead, many per request (tet/read_ahead.hpp), and
+  // every thread takes the next chunk in order so the requests move with the checks. Chunks
+  // outside the file are reported without a read.
+  std::vector<std::size_t> readable;
+  std::vector<io::ByteRange> ranges;
+  for (std::size_t i = 0; i < count; ++i) {
+    const ChunkEntry& e = entries[i];
+    if (in_file(e) && e.stored_byte_len > 0) {
+      readable.push_back(i);
+      ranges.push_back({e.payload_offset, e.stored_byte_len});
+    }
+  }
+  const std::shared_ptr<ChunkReadAhead> ahead = ChunkReadAhead::for_ranges(src, ranges);
+  if (ahead) {
+    std::vector<std::uint8_t> is_readable(count, 0);
+    for (const std::size_t i : readable) is_readable[i] = 1;
+    for (std::size_t i = 0; i < count; ++i)
+      if (!is_readable[i]) check(i);
+    std::atomic<std::size_t> next{0};
+    const auto take_in_order = [&] {
+      for (std::size_t k = next++; k < readable.size(); k = next++) {
+        ahead->before(k);
+        check(readable[k]);
+      }
+    };
+    if (threads == 1) {
+      take_in_order();
+    } else {
+      tbb::task_arena arena(threads == 0 ? tbb::task_arena::automatic : static_cast<int>(threads));
+      arena.execute([&] { tbb::parallel_for(0, arena.max_concurrency(), [&](int) { take_in_order(); }); });
+    }
+    return errors;
+  }
   auto run = [&] {
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count), [&](const tbb::blocked_range<std::size_t>& r) {
       for (std::size_t i = r.begin(); i != r.end(); ++i) check(i);

@@ -94,3 +94,24 @@ def test_an_export_of_the_remote_file_reads_ahead_and_equals_the_local_export(se
     for rel in local:
         assert (tmp_path / "remote.zarr" / rel).read_bytes() == (tmp_path / "local.zarr" / rel).read_bytes(), rel
     assert len([r for r in proxy.requests if r.method == "GET"]) <= 2 + 3
+
+
+def test_a_deep_verify_of_the_remote_file_reads_ahead_and_finds_what_a_local_one_finds(served, proxy):
+    """`tet verify --deep` decode-checks every chunk: over the network in a few coalesced GETs, with
+    the local file's findings; a damaged chunk in the middle of the file is reported the same way."""
+    root, _ = served
+    damaged = root / "damaged.tet"
+    if not damaged.exists():
+        data = bytearray((root / "zstd.tet").read_bytes())
+        data[len(data) // 2] ^= 0xFF  # inside one of the 16 compressed chunks
+        damaged.write_bytes(bytes(data))
+    for name in ("zstd.tet", "raw.tet", "damaged.tet"):
+        want = run_cli("tet", "verify", "--deep", "--json", root / name, check=False)
+        proxy.clear()
+        got = run_cli("tet", "verify", "--deep", "--json", f"{proxy.url}/{name}", check=False)
+        assert got.returncode == want.returncode, (name, got.stderr)
+        assert json.loads(got.stdout)["findings"] == json.loads(want.stdout)["findings"], name
+        gets = [r for r in proxy.requests if r.method == "GET"]
+        assert len(gets) <= 2 + 3, (name, [r.range for r in gets])  # the open's ends, 16 chunks in 8 MiB requests
+    findings = json.loads(want.stdout)["findings"]
+    assert want.returncode == 1 and any(not f["ok"] and f["check"] == "chunk_decode" for f in findings), findings

@@ -1,10 +1,9 @@
 // Reading chunks of a remote `.tet` file ahead of their consumer (docs/remote.md): a query's fold,
-// a `read_box` (tet cat, Python and xarray reads). Over a network a chunk fetched when it is
-// needed costs a round trip, with only as many in flight as the consumer has threads. Instead
-// the chunks to be read, in the order they will be read, are turned into few requests up front
-// (whole chunks less than 1 MiB apart merged up to 8 MiB, io::PrefetchOptions), and a
-// pool of fetcher threads keeps kInFlight of them under way, in order, never more than
-// kRequestsAhead past the last one the consumer has asked for; each lands in the source's prefetched
+// a `read_box` (tet cat, Python and xarray reads), `tet export`, `tet verify --deep`. Over a network a chunk fetched
+// when it is needed costs a round trip, with only as many in flight as the consumer has threads. Instead the chunks to
+// be read, in the order they will be read, are turned into few requests up front (whole chunks less than 1 MiB apart
+// merged up to 8 MiB, io::PrefetchOptions), and a pool of fetcher threads keeps kInFlight of them under way, in order,
+// never more than kRequestsAhead past the last one the consumer has asked for; each lands in the source's prefetched
 // blocks, where the consumer's reads find it. Requests it has left behind are forgotten, so
 // memory stays near (kRequestsAhead + kRequestsBehind) × 8 MiB. A mapped or local file has none of
 // this (`for_plan` gives nullptr).
@@ -36,6 +35,11 @@ class ChunkReadAhead {
   // The read-ahead of the chunk index entries `entries` of `file`, in the order they will be read,
   // or nullptr when its source reads nothing over a network (or there is only one chunk).
   static std::shared_ptr<ChunkReadAhead> for_entries(const TetFile& file, std::span<const std::uint32_t> entries);
+  // The same for chunks given by their stored byte ranges (each inside the file), in the order they
+  // will be read, from any source (verify reads a Layout, not a TetFile): nullptr unless `source`
+  // is a PrefetchingSource that fetches and there are at least two chunks.
+  static std::shared_ptr<ChunkReadAhead> for_ranges(const io::ByteSource& source,
+                                                    std::span<const io::ByteRange> chunks);
   ChunkReadAhead(const io::PrefetchingSource& source, std::vector<io::ByteRange> requests,
                  std::vector<std::pair<std::size_t, std::size_t>> requests_of_chunk);
   ~ChunkReadAhead();

@@ -91,6 +91,12 @@ struct ReadOptions {
   bool verify_checksums = false;
 };
 
+// `source` wrapped so that reading a file's structure is served from one prefetch of its head
+// and tail (superblock, directory, chunk index, footer) instead of a request per read, and its
+// chunks can be fetched ahead (read_ahead.hpp); `source` itself when it is mapped or in memory.
+// TetFile::open does this; `verify` of a remote file needs it too.
+std::shared_ptr<const io::ByteSource> with_metadata_prefetched(std::shared_ptr<const io::ByteSource> source);
+
 class TetFile {
  public:
   // Opens and validates. Throws FormatError (spec texts; path() = source name) on any rule.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "objects_ahead.hpp"
 #include "tessera/codec/checksum.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/endian.hpp"
@@ -55,9 +56,10 @@ std::string hash_array(const zarr::Array& array) {
     array.fill_chunk(fill);
   }
   const zarr::VlenChunk empty = zarr::VlenChunk::empty(chunk_cells);
+  detail::ObjectsAhead ahead(array, stored, [](std::size_t) { return true; });  // fetched ahead when remote
   for (std::uint64_t o = 0; o < objects; ++o) {
     std::optional<zarr::StoredObject> obj;
-    if (next < stored.size() && stored[next][0] == o) obj.emplace(array.read_object(stored[next++]));
+    if (next < stored.size() && stored[next][0] == o) obj.emplace(ahead.take(next++));
     for (std::uint64_t inner = 0; inner < array.chunks_per_object_count(); ++inner) {
       const zarr::Coords rc = array.read_chunk_of({o}, inner);
       if (!array.in_read_chunk_grid(rc)) break;

@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
-#include <future>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "objects_ahead.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
@@ -199,19 +199,8 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
               ((c.first_cell == c.span[0].begin && c.last_cell == c.span[0].end) || !a.sharded());
     return c;
   };
-  // On a remote store the next object read whole is fetched while this one is decoded (its GET
-  // costs a round trip); locally a read is a mapping and nothing is fetched ahead.
-  const bool fetch_ahead = a.store().remote();
-  std::future<zarr::StoredObject> ahead;
-  std::size_t ahead_of = objects.size();
-  const auto start_next_whole = [&](std::size_t after) {
-    for (std::size_t n = after + 1; n < objects.size(); ++n)
-      if (cover_of(objects[n]).whole) {
-        ahead = std::async(std::launch::async, [&a, o = objects[n]] { return a.read_object(o); });
-        ahead_of = n;
-        return;
-      }
-  };
+  // On a remote store the objects read whole are fetched ahead while this one is decoded.
+  detail::ObjectsAhead ahead(a, objects, [&](std::size_t n) { return cover_of(objects[n]).whole; });
   for (std::size_t at = 0; at < objects.size(); ++at) {
     const zarr::Coords& object = objects[at];
     // Named copies, not a structured binding: the batch lambdas below capture them.
@@ -227,13 +216,7 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
     std::optional<zarr::StoredObject> stored;
     std::optional<zarr::ShardIndex> index;
     if (whole) {
-      if (ahead_of == at) {
-        ahead_of = objects.size();
-        stored.emplace(ahead.get());
-      } else {
-        stored.emplace(a.read_object(object));
-      }
-      if (fetch_ahead && ahead_of == objects.size()) start_next_whole(at);
+      stored.emplace(ahead.take(at));
       if (!stored->exists()) continue;
     } else {
       index = a.read_shard_index(object);

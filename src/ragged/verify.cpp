@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "objects_ahead.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/hive.hpp"
@@ -18,6 +19,7 @@
 namespace tessera::ragged {
 namespace {
 
+using detail::ObjectsAhead;
 using morton::pow4;
 
 // What the later passes need from the chunk pass, per group.
@@ -75,10 +77,12 @@ class Verifier {
       const auto array = zarr::Array::open(store_, node.path);
       const bool vlen = array.read_chunk_bytes() == 0;
       std::vector<std::byte> dense(array.read_chunk_bytes());
-      for (const auto& object : array.list_stored_objects()) {
-        const std::string key = array.object_key(object);
+      const auto objects = array.list_stored_objects();
+      ObjectsAhead ahead(array, objects, [](std::size_t) { return true; });  // fetched ahead when remote
+      for (std::size_t i = 0; i < objects.size(); ++i) {
+        const std::string key = array.object_key(objects[i]);
         try {
-          const auto stored = array.read_object(object);
+          const auto stored = ahead.take(i);
           ++report_.objects;
           for (std::uint64_t inner = 0; inner < stored.chunk_count(); ++inner) {
             try {

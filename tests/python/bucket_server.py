@@ -147,6 +147,7 @@ class BucketServer:
         self.latency = 0.0                   # seconds every request waits (an emulated round trip)
         self.upload_bandwidth = 0.0          # bytes/s a request body is taken at (0: no limit)
         self._in_flight = 0                  # requests being handled
+        self.max_in_flight = 0               # the most handled at once since reset_counts
         self._last_activity = 0.0            # monotonic time a connection or request last began or ended
         self._store = scratch / "s3rver"     # s3rver's --directory (its filesystem store)
         self._backend_port = free_port()
@@ -226,6 +227,7 @@ class BucketServer:
         with self._lock:
             self.requests.clear()
             self.refused.clear()
+            self.max_in_flight = self._in_flight
 
     def in_progress_uploads(self, bucket):
         """[(key, upload id)] of the multipart uploads in progress in `bucket`, as
@@ -584,6 +586,7 @@ class BucketServer:
             def _counted(self):
                 with server._lock:
                     server._in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server._in_flight)
                     server._last_activity = time.monotonic()
                 try:
                     self._forward()

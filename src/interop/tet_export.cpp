@@ -265,6 +265,12 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
   for (const auto c : x.chunk_shape) full_elements = checked_mul(full_elements, c, "chunk size");
   const std::size_t full_bytes = checked_size(checked_mul(full_elements, es, "chunk size"));
   const std::uint64_t n = ds.entry_of_chunk.size();
+  // Interior chunks are written from the map, or from pread copies where those are faster
+  // (io/read_path.hpp); the rest decode the same way.
+  std::uint64_t stored = 0;
+  for (const std::uint32_t e : ds.entry_of_chunk) stored += file.entry(e).stored_byte_len;
+  const std::uint64_t first = file.entry(ds.entry_of_chunk.front()).payload_offset;
+  const io::ReadPath path = io::choose_read_path(file.source(), first, file.source().size() - first, stored).chosen;
   auto export_chunk = [&](std::uint64_t ordinal) {
     std::vector<std::uint64_t> coords(nd), origin(nd), extent(nd);
     std::uint64_t rest = ordinal;
@@ -286,15 +292,20 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
           tet::check_chunk_payload(file.source(), entry, entry_index);
           break;
       }
-      if (const std::byte* p = file.source().view(entry.payload_offset, entry.stored_byte_len)) {
+      const std::byte* p =
+          path == io::ReadPath::Pread ? nullptr : file.source().view(entry.payload_offset, entry.stored_byte_len);
+      if (p != nullptr) {
         store.put(key, {p, checked_size(entry.stored_byte_len)});
       } else {
-        store.put(key, file.source().read_vector(entry.payload_offset, entry.stored_byte_len));
+        thread_local std::vector<std::byte> copy;
+        copy.resize(checked_size(entry.stored_byte_len));
+        file.source().read_at(entry.payload_offset, copy);
+        store.put(key, copy);
       }
       return;
     }
-    std::vector<std::byte> tile;
-    file.decode_chunk_into(entry_index, tile);
+    thread_local std::vector<std::byte> tile;
+    file.decode_chunk_into(entry_index, tile, path);
     std::vector<std::byte> chunk(full_bytes);
     for (std::size_t at = 0; at < full_bytes; at += es) std::copy(x.fill.begin(), x.fill.end(), chunk.begin() + at);
     detail::copy_box(tile.data(), extent, std::vector<std::uint64_t>(nd, 0), chunk.data(), x.chunk_shape,

@@ -258,9 +258,10 @@ constexpr std::size_t kZstdFrameHeaderMax = 18;
 
 // The stored bytes of a chunk: a view into memory-resident sources, else a per-thread copy
 // (valid until the next call on the same thread).
-std::span<const std::byte> stored_payload(const io::ByteSource& source, const ChunkEntry& e) {
-  if (const std::byte* p = source.view(e.payload_offset, e.stored_byte_len))
-    return {p, checked_size(e.stored_byte_len)};
+std::span<const std::byte> stored_payload(const io::ByteSource& source, const ChunkEntry& e, io::ReadPath path) {
+  if (path != io::ReadPath::Pread)
+    if (const std::byte* p = source.view(e.payload_offset, e.stored_byte_len))
+      return {p, checked_size(e.stored_byte_len)};
   thread_local std::vector<std::byte> staging;
   staging.resize(checked_size(e.stored_byte_len));
   source.read_at(e.payload_offset, staging);
@@ -277,14 +278,14 @@ std::span<const std::byte> stored_payload(const io::ByteSource& source, const Ch
 }  // namespace
 
 void decode_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std::uint64_t entry_index,
-                          std::span<std::byte> dst) {
+                          std::span<std::byte> dst, io::ReadPath path) {
   if (dst.size() != e.raw_byte_len)
     throw UsageError("decode_chunk: destination is " + std::to_string(dst.size()) + " bytes, chunk is " +
                      std::to_string(e.raw_byte_len));
   try {
     switch (entry_codec(e)) {
       case Codec::Raw: source.read_at(e.payload_offset, dst); return;
-      case Codec::Zstd: codec::zstd_decompress_into(stored_payload(source, e), dst); return;
+      case Codec::Zstd: codec::zstd_decompress_into(stored_payload(source, e, path), dst); return;
     }
   } catch (const IoError&) {
     throw;  // the bytes could not be read (a disk or a network failure): not a damaged chunk
@@ -299,7 +300,8 @@ void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std:
   // are only streamed through a window instead of being decoded whole. The stored bytes are read
   // once, for the checksum and the decode alike.
   constexpr std::uint64_t kWholeTileBytes = std::uint64_t{16} << 20;
-  const std::span<const std::byte> stored = stored_payload(source, e);  // a failed read stays an IoError
+  const std::span<const std::byte> stored =
+      stored_payload(source, e, io::ReadPath::Mmap);  // a failed read stays an IoError
   if (recorded_crc != nullptr) {
     const std::uint32_t computed = codec::crc32c(stored);
     if (computed != *recorded_crc)
@@ -324,7 +326,7 @@ void check_chunk_payload(const io::ByteSource& source, const ChunkEntry& e, std:
 }
 
 std::uint32_t chunk_crc32c(const io::ByteSource& source, const ChunkEntry& e) {
-  return codec::crc32c(stored_payload(source, e));
+  return codec::crc32c(stored_payload(source, e, io::ReadPath::Mmap));
 }
 
 std::string checksum_mismatch(std::uint64_t entry_index, std::uint32_t recorded, std::uint32_t computed) {
@@ -348,11 +350,11 @@ void TetFile::check_chunk_checksum(std::uint32_t entry_index) const {
     throw FormatError(checksum_mismatch(entry_index, crcs[entry_index], computed), source_->name(), "chunk payload");
 }
 
-void TetFile::decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) const {
-  decode_chunk_payload(*source_, layout_.entries[entry_index], entry_index, dst);
+void TetFile::decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst, io::ReadPath path) const {
+  decode_chunk_payload(*source_, layout_.entries[entry_index], entry_index, dst, path);
 }
 
-void TetFile::decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte>& scratch) const {
+void TetFile::decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte>& scratch, io::ReadPath path) const {
   const ChunkEntry& e = layout_.entries[entry_index];
   switch (entry_codec(e)) {
     case Codec::Raw: break;  // bounded by the file (S13): nothing to prove first
@@ -368,7 +370,8 @@ void TetFile::decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte
       std::array<std::byte, kZstdFrameHeaderMax> header{};
       const std::size_t head_len = static_cast<std::size_t>(std::min<std::uint64_t>(e.stored_byte_len, header.size()));
       std::span<const std::byte> head;
-      if (const std::byte* p = source_->view(e.payload_offset, head_len)) {
+      const std::byte* p = path == io::ReadPath::Pread ? nullptr : source_->view(e.payload_offset, head_len);
+      if (p != nullptr) {
         head = {p, head_len};
       } else {
         source_->read_at(e.payload_offset, std::span(header).first(head_len));
@@ -390,7 +393,7 @@ void TetFile::decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte
     }
   }
   scratch.resize(checked_size(e.raw_byte_len, "chunk raw_byte_len"));
-  decode_chunk(entry_index, std::span<std::byte>(scratch));
+  decode_chunk(entry_index, std::span<std::byte>(scratch), path);
 }
 
 std::vector<std::uint64_t> touched_chunks(const AxisRange& r, std::uint64_t cs) {
@@ -502,6 +505,13 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
     ahead = ChunkReadAhead::for_entries(*this, entries);
   }
 
+  // Frames are decoded from the map or copied out first, as the machine measured (io/read_path.hpp).
+  io::ReadPath path = io::ReadPath::Mmap;
+  if (!ds.entry_of_chunk.empty()) {
+    const std::uint64_t at = layout_.entries[ds.entry_of_chunk.front()].payload_offset;
+    path = io::choose_read_path(*source_, at, source_->size() - at, dst.size()).chosen;
+  }
+
   auto read_tile = [&](std::uint64_t t) {
     std::array<std::uint64_t, kMaxRank> coords{}, origin{}, extent{};
     coords_of_tile(t, coords);
@@ -523,7 +533,7 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
     if (ahead) ahead->before(t);
     if (options.verify_checksums) check_chunk_checksum(entry);
     thread_local std::vector<std::byte> scratch;
-    decode_chunk_into(entry, scratch);
+    decode_chunk_into(entry, scratch, path);
     scatter_tile(scratch.data(), {extent.data(), nd}, axes, out_shape, es, dst.data());
   };
 

@@ -93,9 +93,9 @@ std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& re
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
     blocks[gi] = make_blocks(red, tile_walk(plan, g.chunks.front()), sizeof(Cell));
-    direct[gi] =
-        policy.parallel && policy.io_regime == "in_core" && blocks[gi].size() > 1 &&
-        std::all_of(g.chunks.begin(), g.chunks.end(), [&](std::size_t k) { return tile_view(plan, k) != nullptr; });
+    direct[gi] = policy.parallel && policy.io_regime == "in_core" && blocks[gi].size() > 1 &&
+                 std::all_of(g.chunks.begin(), g.chunks.end(),
+                             [&](std::size_t k) { return tile_view(plan, k) != nullptr || reads_raw_pieces(plan, k); });
   }
 
   auto fold_tile = [&](Cell* cells, const CellFrame& frame, const TileWalk& w, const std::byte* tile) {
@@ -124,6 +124,12 @@ std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& re
     });
     if (pending) fold_run<Acc, T>(acc, cells, *pending);
   };
+  // Folds walk `w` of chunk k: from `tile` (a view or a decoded tile), else piece by piece.
+  auto fold_walk = [&](Cell* cells, const CellFrame& frame, std::size_t k, const TileWalk& w, const std::byte* tile) {
+    if (tile) fold_tile(cells, frame, w, tile);
+    else
+      for_each_raw_piece(plan, k, w, [&](const TileWalk& pw, const std::byte* p) { fold_tile(cells, frame, pw, p); });
+  };
   auto run_unit = [&](std::size_t u) {
     const Unit& unit = units[u];
     const Group& g = groups[unit.group];
@@ -131,9 +137,11 @@ std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& re
     thread_local std::vector<std::byte> scratch;
     for (std::size_t m = unit.begin; m < unit.end; ++m) {
       const std::size_t k = g.chunks[m];
+      hint_chunk(plan, k);
+      if (m + 1 < unit.end) hint_chunk(plan, g.chunks[m + 1]);
       const TileWalk w = tile_walk(plan, k);
-      const std::byte* tile = tile_bytes(plan, k, scratch);
-      for (const CellBlock& b : blocks[unit.group]) fold_tile(cells.data(), g.frame, restrict_walk(w, b), tile);
+      const std::byte* tile = reads_raw_pieces(plan, k) ? nullptr : tile_bytes(plan, k, scratch);
+      for (const CellBlock& b : blocks[unit.group]) fold_walk(cells.data(), g.frame, k, restrict_walk(w, b), tile);
     }
     partial[u] = std::move(cells);
   };
@@ -167,7 +175,8 @@ std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& re
       std::fill(cells.begin(), cells.end(), Cell{});
       for (std::size_t m = units[u].begin; m < units[u].end; ++m) {
         const std::size_t k = g.chunks[m];
-        fold_tile(cells.data(), frame, restrict_walk(tile_walk(plan, k), b), tile_view(plan, k));
+        hint_chunk(plan, k);
+        fold_walk(cells.data(), frame, k, restrict_walk(tile_walk(plan, k), b), tile_view(plan, k));
       }
       merge_into_out(g, first, n, cells.data());
     }

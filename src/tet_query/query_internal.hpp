@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/half.hpp"
 #include "tessera/io/byte_sink.hpp"
+#include "tessera/io/read_path.hpp"
 #include "tessera/tet/read_ahead.hpp"
 #include "tessera/tet/reader.hpp"
 #include "tessera/tet_query/query_document.hpp"
@@ -52,10 +54,23 @@ struct Plan {
   // Fetches `chunks` ahead of the fold when the file is remote (tet/read_ahead.hpp); shared by
   // the plan's copies, null for a local file.
   std::shared_ptr<ChunkReadAhead> read_ahead;
+  // How an executing query reaches chunk bytes (io/read_path.hpp), set by choose_read_path.
+  // `read_path` is for zstd frames: Mmap decodes them in place, Pread copies them into a reused
+  // per-thread buffer first. Raw chunks of a local file are either views of the map (`raw_pieces`
+  // false) or read in cache-sized pieces (for_each_raw_piece), each copied out with pread or, when
+  // `measure_pieces`, viewed or copied as the process's first pieces measured faster with the fold.
+  io::ReadPathProbe read_path;
+  bool raw_pieces = false;
+  bool measure_pieces = false;
+  // Once-per-chunk read-ahead hints to a local file (see hint_chunk); null when none are sent.
+  std::shared_ptr<std::vector<std::atomic<bool>>> hinted;
 };
 
 Plan build_plan(const TetFile& file, const Dataset& ds, const DatasetMetadata* md,
                 const std::vector<SelectionEntry>& selection);
+// Picks the plan's read path before it executes: the forced one (TESSERA_READ_PATH), else the
+// process's measurement over the first touched chunks (io::choose_read_path).
+void choose_read_path(Plan& plan);
 Json read_plan_json(const Plan& plan);
 std::string_view touch_policy(const Plan& plan);
 
@@ -155,11 +170,22 @@ inline CellFrame global_frame(const Reduction& red) {
   return f;
 }
 
-// Tile bytes of planned chunk k: a view of the mapped file for raw chunks, else decoded into
-// `scratch` (one decoded chunk per worker).
+// Tile bytes of planned chunk k: a view of the mapped file for raw chunks (Mmap path), else read
+// or decoded into `scratch` (one decoded chunk per worker).
 const std::byte* tile_bytes(const Plan& plan, std::size_t k, std::vector<std::byte>& scratch);
 // The view tile_bytes would return without decoding, or nullptr when chunk k needs a decode.
 const std::byte* tile_view(const Plan& plan, std::size_t k);
+// Whether a fold reads raw chunk k through for_each_raw_piece.
+bool reads_raw_pieces(const Plan& plan, std::size_t k);
+// Cuts walk `w` of raw chunk k into pieces of about 512 KiB of contiguous tile bytes, each a whole
+// number of runs (a run is never split, so every cell receives the same additions in the same
+// order as from a view of the whole tile), copies each into a reused per-thread buffer and calls
+// f(piece walk, piece bytes). A piece walk addresses its bytes from the piece's first byte.
+void for_each_raw_piece(const Plan& plan, std::size_t k, const TileWalk& w,
+                        const std::function<void(const TileWalk&, const std::byte*)>& f);
+// Tells a local file, once per chunk, that chunk k will be read soon, so a cold scan streams from
+// the disk ahead of the fold (ByteSource::will_need). No-op for small scans and remote files.
+void hint_chunk(const Plan& plan, std::size_t k);
 
 // Element loads, promoted to f64 (§3.5). F16 is a tag: its storage is the binary16 bit pattern.
 struct F16 {

@@ -4,6 +4,9 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <mutex>
+#include <chrono>
+#include <atomic>
 #include <charconv>
 #include <functional>
 #include <set>
@@ -237,17 +240,188 @@ TileWalk tile_walk(const Plan& plan, std::size_t k) {
   return w;
 }
 
+void choose_read_path(Plan& plan) {
+  if (plan.chunks.empty()) return;
+  // The probe reads the first touched chunks' bytes (at most 16 MiB), which the scan reads next.
+  std::uint64_t begin = UINT64_MAX, end = 0;
+  bool frames = false;
+  for (const PlannedChunk& c : plan.chunks) {
+    const ChunkEntry& e = plan.file->entry(c.entry);
+    begin = std::min(begin, e.payload_offset);
+    end = std::max(end, e.payload_offset + e.stored_byte_len);
+    frames = frames || entry_codec(e) != Codec::Raw;
+  }
+  // Only zstd frames need the probe: raw pieces measure themselves on the fold, and a probe's
+  // touches of the map would make their first mapped pieces look cheap.
+  if (frames) plan.read_path = io::choose_read_path(plan.file->source(), begin, end - begin, plan.total_stored);
+  const io::ReadPath forced = io::configured_read_path();
+  const bool local = !plan.read_ahead && plan.file->source().view(0, 0) != nullptr;
+  plan.raw_pieces = local && (forced == io::ReadPath::Pread ||
+                              (forced == io::ReadPath::Auto && plan.total_stored >= io::kProbeMinScanBytes));
+  plan.measure_pieces = plan.raw_pieces && forced == io::ReadPath::Auto;
+  if (!plan.read_ahead && plan.total_stored >= io::kProbeMinScanBytes)
+    plan.hinted = std::make_shared<std::vector<std::atomic<bool>>>(plan.chunks.size());
+}
+
 const std::byte* tile_view(const Plan& plan, std::size_t k) {
   const ChunkEntry& e = plan.file->entry(plan.chunks[k].entry);
-  return entry_codec(e) == Codec::Raw ? plan.file->source().view(e.payload_offset, e.raw_byte_len) : nullptr;
+  if (entry_codec(e) != Codec::Raw || plan.raw_pieces) return nullptr;
+  return plan.file->source().view(e.payload_offset, e.raw_byte_len);
+}
+
+bool reads_raw_pieces(const Plan& plan, std::size_t k) {
+  return plan.raw_pieces && entry_codec(plan.file->entry(plan.chunks[k].entry)) == Codec::Raw;
 }
 
 const std::byte* tile_bytes(const Plan& plan, std::size_t k, std::vector<std::byte>& scratch) {
   if (const std::byte* v = tile_view(plan, k)) return v;
   if (plan.read_ahead) plan.read_ahead->before(k);
   const std::uint32_t entry = plan.chunks[k].entry;
-  plan.file->decode_chunk_into(entry, scratch);
+  plan.file->decode_chunk_into(entry, scratch, plan.read_path.chosen);
   return scratch.data();
+}
+
+void hint_chunk(const Plan& plan, std::size_t k) {
+  if (!plan.hinted || k >= plan.chunks.size() || (*plan.hinted)[k].exchange(true)) return;
+  const ChunkEntry& e = plan.file->entry(plan.chunks[k].entry);
+  plan.file->source().will_need(e.payload_offset, e.stored_byte_len);
+}
+
+namespace {
+
+// Whether fold pieces are viewed in the map or copied out with pread, measured once per process
+// on the fold itself: the first pieces alternate between the two ways and each is timed with its
+// fold, and the faster per byte is taken from then on. A bare sum is not enough to decide: on
+// some machines an mmap sum beats a pread sum while the fold, whose loads also compute, runs
+// faster from a copy in the L2 cache than from the map.
+class PieceWay {
+ public:
+  static constexpr int kTrialsPerWay = 48;
+  static constexpr int kTrialRun = 16;
+  static constexpr std::uint64_t kTrialMinBytes = std::uint64_t{128} << 10;  // timings of less are noise
+
+  // Which way the next piece takes (true: view) and whether it is timed.
+  bool view_next(bool& timed) {
+    const int decided = decided_.load(std::memory_order_acquire);
+    timed = false;
+    if (decided >= 0) return decided == 1;
+    const std::lock_guard lock(mutex_);
+    if (trials_[0] >= kTrialsPerWay && trials_[1] >= kTrialsPerWay) return decided_.load() == 1;
+    // Runs of kTrialRun pieces take one way, so that a copy's hardware prefetch running on into
+    // the next piece's memory flatters at most the first piece of a run of views.
+    const bool view = (trials_[0] + trials_[1]) / kTrialRun % 2 == 1;
+    ++trials_[view ? 1 : 0];
+    timed = true;
+    return view;
+  }
+  // Every timed piece is recorded; once all are in, the way with the lower median time per byte
+  // is fixed (a median, so a piece that lost its CPU or met a cold page cannot decide alone;
+  // copies when the pieces were too small to time).
+  void record(bool view, std::uint64_t ns, std::uint64_t bytes) {
+    const std::lock_guard lock(mutex_);
+    if (bytes >= kTrialMinBytes)
+      ns_per_byte_[view ? 1 : 0].push_back(static_cast<double>(ns) / static_cast<double>(bytes));
+    if (++recorded_ < 2 * kTrialsPerWay) return;
+    auto median = [](std::vector<double>& v) {
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    const bool view_wins =
+        !ns_per_byte_[0].empty() && !ns_per_byte_[1].empty() && median(ns_per_byte_[1]) < median(ns_per_byte_[0]);
+    decided_.store(view_wins ? 1 : 0, std::memory_order_release);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::atomic<int> decided_{-1};
+  int trials_[2] = {0, 0};
+  int recorded_ = 0;
+  std::vector<double> ns_per_byte_[2];  // timed pieces: copies, views
+};
+
+PieceWay& piece_way() {
+  static PieceWay way;
+  return way;
+}
+
+std::uint64_t steady_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+}  // namespace
+
+void for_each_raw_piece(const Plan& plan, std::size_t k, const TileWalk& w,
+                        const std::function<void(const TileWalk&, const std::byte*)>& f) {
+  constexpr std::uint64_t kPieceBytes = std::uint64_t{512} << 10;  // copy and fold stay in the L2 cache
+  const std::size_t nd = w.rank;
+  for (std::size_t d = 0; d < nd; ++d)
+    if (w.count[d] == 0) return;
+  const std::uint64_t es = plan.ds->element_size();
+  std::array<std::uint64_t, kMaxRank> ts{};  // tile strides, in elements
+  ts[nd - 1] = 1;
+  for (std::size_t d = nd - 1; d-- > 0;) ts[d] = ts[d + 1] * w.extent[d + 1];
+  // inner[d]: elements from the first to the last one the walk visits on axes after d, plus one.
+  std::array<std::uint64_t, kMaxRank + 1> inner{};
+  inner[nd] = 1;
+  for (std::size_t d = nd; d-- > 0;) inner[d] = inner[d + 1] + (w.count[d] - 1) * w.step[d] * ts[d];
+  // The split axis: the outermost one (never the last, whose runs stay whole) whose one index
+  // spans at most a piece; pieces take `rows` of its indices and one index of each axis before it.
+  std::size_t split = nd == 1 ? 0 : nd - 2;
+  for (std::size_t d = 0; nd > 1 && d + 1 < nd; ++d)
+    if (inner[d + 1] * es <= kPieceBytes) {
+      split = d;
+      break;
+    }
+  const std::uint64_t row_elems = nd == 1 ? inner[0] : w.step[split] * ts[split];
+  const std::uint64_t rows =
+      nd == 1 ? w.count[0] : std::max<std::uint64_t>(1, kPieceBytes / std::max<std::uint64_t>(1, row_elems * es));
+  const ChunkEntry& e = plan.file->entry(plan.chunks[k].entry);
+  const io::ByteSource& source = plan.file->source();
+  thread_local std::vector<std::byte> buffer;
+  std::array<std::uint64_t, kMaxRank> idx{};  // indices of the axes before `split`
+  while (true) {
+    for (std::uint64_t i = 0; i < w.count[split]; i += rows) {
+      const std::uint64_t n = std::min(rows, w.count[split] - i);
+      TileWalk pw = w;
+      std::uint64_t base = 0;  // the piece's first element, tile-local
+      for (std::size_t d = 0; d < nd; ++d) {
+        std::uint64_t first = w.tile_first[d];
+        if (d < split) {
+          first += idx[d] * w.step[d];
+          pw.first_pos[d] = w.first_pos[d] + idx[d];
+          pw.count[d] = 1;
+        } else if (d == split) {
+          first += i * w.step[d];
+          pw.first_pos[d] = w.first_pos[d] + i;
+          pw.count[d] = n;
+        }
+        base += first * ts[d];
+        pw.tile_first[d] = 0;
+      }
+      const std::uint64_t elems = nd == 1 ? inner[0] : (n - 1) * w.step[split] * ts[split] + inner[split + 1];
+      const std::size_t bytes = checked_size(elems * es, "tile piece");
+      if (buffer.size() < bytes) buffer.resize(bytes);
+      const std::uint64_t at = e.payload_offset + base * es;
+      bool timed = false;
+      const bool view = plan.measure_pieces && piece_way().view_next(timed);
+      const std::uint64_t t0 = timed ? steady_ns() : 0;
+      if (view) {
+        f(pw, source.view(at, bytes));
+      } else {
+        source.read_at(at, std::span(buffer).first(bytes));
+        f(pw, buffer.data());
+      }
+      if (timed) piece_way().record(view, steady_ns() - t0, bytes);
+    }
+    std::size_t d = split;
+    while (d-- > 0) {
+      if (++idx[d] < w.count[d]) break;
+      idx[d] = 0;
+    }
+    if (d == static_cast<std::size_t>(-1)) return;
+  }
 }
 
 FoldPolicy fold_policy(const Plan& plan, const ExecContext& ctx) {

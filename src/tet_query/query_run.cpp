@@ -450,7 +450,7 @@ QueryResponse run_query(const QueryDocument& input, const QueryOptions& options)
     }
     t["operation"] = operation_echo(*doc.operation);
   }
-  const qe::Plan plan = qe::build_plan(file, *ds, md, doc.selection ? *doc.selection : std::vector<SelectionEntry>{});
+  qe::Plan plan = qe::build_plan(file, *ds, md, doc.selection ? *doc.selection : std::vector<SelectionEntry>{});
   if (doc.operation && !options.execute)
     qe::fail(
         "`operation` requires mmap execution with an explicit preview limit (e.g. `--execute --preview-f32 64`, "
@@ -460,6 +460,7 @@ QueryResponse run_query(const QueryDocument& input, const QueryOptions& options)
   t["read_plan"] = qe::read_plan_json(plan);
   std::string message = kMessageMatched;
   if (options.execute) {
+    qe::choose_read_path(plan);
     t["execution"] = execute(doc, plan, axes, fill, options);
     message += doc.operation ? "; operation executed (see execution.memory_strategy and operation_*)"
                              : "; mmap f32 preview attached (see execution)";

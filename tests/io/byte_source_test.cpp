@@ -20,13 +20,14 @@ namespace io = tessera::io;
 using tessera::IoError;
 using tessera::testing::TempDir;
 
-enum class Kind { Mmap, Pread, Memory, Owned, Counting };
+enum class Kind { Mmap, Pread, MapAndRead, Memory, Owned, Counting };
 
 // Names the parameter in test names and failure messages.
 void PrintTo(Kind k, std::ostream* os) {
   switch (k) {
     case Kind::Mmap: *os << "Mmap"; return;
     case Kind::Pread: *os << "Pread"; return;
+    case Kind::MapAndRead: *os << "MapAndRead"; return;
     case Kind::Memory: *os << "Memory"; return;
     case Kind::Owned: *os << "Owned"; return;
     case Kind::Counting: *os << "Counting"; return;
@@ -48,8 +49,11 @@ class SourceFixture {
     switch (kind) {
       case Kind::Mmap:
       case Kind::Pread:
+      case Kind::MapAndRead:
         tessera::testing::write_file_bytes(path, bytes_);
-        source_ = io::open_file(path, kind == Kind::Mmap ? io::OpenMode::Mmap : io::OpenMode::Pread);
+        source_ = io::open_file(path, kind == Kind::Mmap    ? io::OpenMode::Mmap
+                                      : kind == Kind::Pread ? io::OpenMode::Pread
+                                                            : io::OpenMode::MapAndRead);
         break;
       case Kind::Memory: source_ = io::memory_source(bytes_, "mem-object"); break;
       case Kind::Owned: source_ = io::owned_memory_source(bytes_, "owned-object"); break;
@@ -156,7 +160,8 @@ TEST_P(ByteSourceTest, ConcurrentReadsAreIndependent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, ByteSourceTest,
-                         ::testing::Values(Kind::Mmap, Kind::Pread, Kind::Memory, Kind::Owned, Kind::Counting),
+                         ::testing::Values(Kind::Mmap, Kind::Pread, Kind::MapAndRead, Kind::Memory, Kind::Owned,
+                                           Kind::Counting),
                          ::testing::PrintToStringParamName());
 
 class FileOpenTest : public ::testing::TestWithParam<io::OpenMode> {};
@@ -190,7 +195,8 @@ TEST_P(FileOpenTest, NameIsThePathAsGiven) {
   EXPECT_EQ(io::open_file(path.string(), GetParam())->name(), path.string());
 }
 
-INSTANTIATE_TEST_SUITE_P(BothModes, FileOpenTest, ::testing::Values(io::OpenMode::Mmap, io::OpenMode::Pread),
+INSTANTIATE_TEST_SUITE_P(EveryMode, FileOpenTest,
+                         ::testing::Values(io::OpenMode::Mmap, io::OpenMode::Pread, io::OpenMode::MapAndRead),
                          ::testing::PrintToStringParamName());
 
 TEST(MemorySource, BorrowedBytesAreNotCopied) {

@@ -9,11 +9,13 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -140,12 +142,33 @@ std::string read_file_text(const std::filesystem::path& path);
 void write_file_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes);
 void write_file_text(const std::filesystem::path& path, std::string_view text);
 
+// Sets an environment variable for one scope, then restores what was there (or unsets it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 }  // namespace tessera::testing
 
 namespace tessera::io {
 
 // GoogleTest finds this by argument-dependent lookup, so parameterised tests over an OpenMode
-// print "Mmap"/"Pread" (and ::testing::PrintToStringParamName() names them so) instead of raw bytes.
-inline void PrintTo(OpenMode mode, std::ostream* os) { *os << (mode == OpenMode::Mmap ? "Mmap" : "Pread"); }
+// print "Mmap"/"Pread"/"MapAndRead" (and ::testing::PrintToStringParamName() names them so) instead of raw bytes.
+inline void PrintTo(OpenMode mode, std::ostream* os) {
+  *os << (mode == OpenMode::Mmap ? "Mmap" : mode == OpenMode::Pread ? "Pread" : "MapAndRead");
+}
 
 }  // namespace tessera::io

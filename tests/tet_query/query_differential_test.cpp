@@ -193,6 +193,9 @@ TEST(QueryDifferential, AgreesWithNumpy) {
       // scans where the selection allows) and tier-C ops spill to a temporary file.
       if (f % 4 == 0) ::setenv("TESSERA_TET_AVAILABLE_RAM_BYTES", "64", 1);
       else ::unsetenv("TESSERA_TET_AVAILABLE_RAM_BYTES");
+      // Every third file is read through pread copies instead of the map (io/read_path.hpp), raw
+      // chunks in pieces, so numpy checks both paths.
+      ::setenv("TESSERA_READ_PATH", f % 3 == 1 ? "pread" : "mmap", 1);
       try {
         const auto response = tet::run_query(parsed, options);
         record["execution"] = json::parse(response.tree["execution"].dump());
@@ -205,6 +208,7 @@ TEST(QueryDifferential, AgreesWithNumpy) {
     }
   }
   ::unsetenv("TESSERA_TET_AVAILABLE_RAM_BYTES");
+  ::unsetenv("TESSERA_READ_PATH");
   const std::string manifest = (dir / "cases.json").string();
   testing::write_file_text(manifest, cases.dump());
   const auto script = testing::read_file_text(testing::source_dir() / "tests/tet_query/query_differential_check.py");

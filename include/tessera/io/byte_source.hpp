@@ -8,6 +8,10 @@
 //  - `view(offset, len)` returns a pointer to `len` bytes that stays valid for the lifetime of
 //    the source when the source is memory-resident (mmap, memory); otherwise nullptr, and the
 //    caller falls back to `read_at`. Callers check bounds against `size()` first.
+//  - `read_at` on a file opened MapAndRead copies with pread, so a caller that wants copies
+//    (io/read_path.hpp) never faults the mapping's pages in.
+//  - `will_need(offset, len)` is a hint that the bytes will be read soon: a local file starts
+//    reading them into the page cache (cold sequential scans), other sources ignore it.
 //  - Thread-safety: every member may be called concurrently from any thread.
 //  - Lifetime: a source owns what it reads (a mapping, a buffer, a connection pool) except
 //    `memory_source`, whose bytes the caller keeps alive. Sources are not copyable: one object
@@ -33,6 +37,7 @@ class ByteSource {
   [[nodiscard]] virtual std::uint64_t size() const = 0;
   virtual void read_at(std::uint64_t offset, std::span<std::byte> dst) const = 0;
   [[nodiscard]] virtual const std::byte* view(std::uint64_t /*offset*/, std::uint64_t /*len*/) const { return nullptr; }
+  virtual void will_need(std::uint64_t /*offset*/, std::uint64_t /*len*/) const {}
   // Name used in error messages (normally the path as the user wrote it).
   [[nodiscard]] virtual const std::string& name() const = 0;
 
@@ -40,10 +45,11 @@ class ByteSource {
   [[nodiscard]] std::vector<std::byte> read_vector(std::uint64_t offset, std::uint64_t len) const;
 };
 
-enum class OpenMode { Mmap, Pread };
+enum class OpenMode { Mmap, Pread, MapAndRead };
 
-// Opens a local file. Mmap maps the whole file read-only (an empty file maps nothing);
-// Pread issues one pread per read_at.
+// Opens a local file. Mmap maps the whole file read-only (an empty file maps nothing) and holds
+// no descriptor; Pread issues one pread per read_at; MapAndRead maps the file for views and keeps
+// its descriptor so read_at copies with pread (the large files streaming scans read both ways).
 [[nodiscard]] std::unique_ptr<ByteSource> open_file(const std::string& path, OpenMode mode = OpenMode::Mmap);
 
 // A source over bytes owned by the caller (must outlive the source) or copied in.

@@ -16,6 +16,7 @@
 
 #include "tessera/core/dtype.hpp"
 #include "tessera/io/byte_source.hpp"
+#include "tessera/io/read_path.hpp"
 #include "tessera/tet/layout.hpp"
 
 namespace tessera::tet {
@@ -68,8 +69,10 @@ std::optional<std::string> dataset_id_violation(const Layout& layout);
 // Decodes the payload of index entry `entry_index` (raw copy or zstd) from `source` into `dst`,
 // which must be exactly raw_byte_len bytes. Throws FormatError `chunk {i}: {codec error}`.
 // TetFile::decode_chunk and `verify` (which also decodes files that do not open) share it.
+// With ReadPath::Pread the stored bytes of a zstd chunk are copied into a reused per-thread buffer
+// even when the source is mapped (io/read_path.hpp); otherwise a mapped source is decoded in place.
 void decode_chunk_payload(const io::ByteSource& source, const ChunkEntry& entry, std::uint64_t entry_index,
-                          std::span<std::byte> dst);
+                          std::span<std::byte> dst, io::ReadPath path = io::ReadPath::Mmap);
 // The decode check of `verify`: succeeds or fails exactly as decode_chunk_payload would, but a
 // large zstd tile is streamed through a small window rather than decoded whole, so a few bytes
 // of payload claiming a huge tile cannot make the check allocate that size.
@@ -101,7 +104,7 @@ class TetFile {
  public:
   // Opens and validates. Throws FormatError (spec texts; path() = source name) on any rule.
   static TetFile open(std::shared_ptr<const io::ByteSource> source);
-  static TetFile open(const std::string& path, io::OpenMode mode = io::OpenMode::Mmap);
+  static TetFile open(const std::string& path, io::OpenMode mode = io::OpenMode::MapAndRead);
 
   const io::ByteSource& source() const noexcept { return *source_; }
   const Layout& layout() const noexcept { return layout_; }
@@ -117,13 +120,14 @@ class TetFile {
 
   // Decodes one chunk (raw copy or zstd) into `dst`, which must be exactly raw_byte_len bytes.
   // Throws FormatError `chunk {i}: {codec error}` naming the entry index.
-  void decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst) const;
+  void decode_chunk(std::uint32_t entry_index, std::span<std::byte> dst, io::ReadPath path = io::ReadPath::Mmap) const;
   // The same into `scratch`, resized to raw_byte_len (its storage is reused across calls): the
   // one place a reader sizes a tile buffer by the file's word. The
   // size comes from the file, so it is checked before anything is allocated: a zstd payload whose
   // frames declare another size fails at once, and a large one that declares none is first
   // streamed through a small window (as `verify` does), so a few bytes cannot claim gigabytes.
-  void decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte>& scratch) const;
+  void decode_chunk_into(std::uint32_t entry_index, std::vector<std::byte>& scratch,
+                         io::ReadPath path = io::ReadPath::Mmap) const;
 
   // Reads the strided box `box` of `dataset` into `dst` in logical (row-major) order; `dst`
   // must hold box element count × element size bytes. Touched chunks decode in parallel.

@@ -45,10 +45,12 @@
 #       Dask (`chunks={}`) against the query engine's `mean` and numpy on `.values`
 #       (bench/bench_tet_xarray.py; input written once by `tessera tet synth` into build/bench-data/).
 #
-#   scripts/bench.sh tet-query [--size-gib N] [--median-gib M] [--repeat R] [--threads T]
+#   scripts/bench.sh tet-query [--size-gib N] [--median-gib M] [--repeat R] [--threads T] [--cold-rounds C]
 #       Whole-process `tessera tet query … -x -q` (scalar and axis-0 mean over an N GiB f32 file,
-#       default 4, raw and zstd) against a plain mmap sum and zstd-only decompression of the same
-#       payload (bench/bench_tet_query.cpp), numpy and python-zstandard, plus the peak RssAnon of a
+#       default 4, raw and zstd; the scalar mean also with each read path forced) against the
+#       faster of an mmap and a pread sum and of zstd-only decompression from a map and from pread
+#       copies of the same payload (bench/bench_tet_query.cpp), numpy and python-zstandard, minor
+#       faults per GiB, cold-cache scans against `dd iflag=direct`, plus the peak RssAnon of a
 #       temp-spilled median over M GiB (default 1) with a 256 MiB budget. Driven by
 #       scripts/bench_tet_query.sh; files are synthesized once into build/bench-data/tet-query/.
 #

@@ -4,11 +4,11 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <mutex>
-#include <chrono>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <functional>
+#include <mutex>
 #include <set>
 
 #include "query_internal.hpp"

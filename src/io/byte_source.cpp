@@ -115,6 +115,7 @@ class MmapSource final : public ByteSource {
     check_range(*this, offset, len);
     return base_ ? base_ + offset : reinterpret_cast<const std::byte*>("");
   }
+  bool reads_both_ways() const override { return fd_ != nullptr; }
   // A warm range is left alone: asking the kernel to read ahead what it holds already costs a
   // page-cache lookup per page (tens of milliseconds over a few GiB). Residency is sampled at the
   // range's first, middle and last page through the map (mincore), one system call.

@@ -99,6 +99,9 @@ ReadPathProbe choose_read_path(const ByteSource& source, std::uint64_t offset, s
     forced.chosen = ReadPath::Pread;
     return forced;
   }
+  // Bytes in memory (or mapped without a descriptor) are read where they lie, and must not steer
+  // the process's choice for the page cache.
+  if (!source.reads_both_ways()) return forced;  // Mmap, not measured
   const std::uint64_t pieces = std::min(kMaxPieces, len / kPieceBytes) / 2 * 2;
   if (scan_bytes < kProbeMinScanBytes || pieces < kMinPieces) return forced;  // Mmap, not measured
   static std::mutex mutex;

@@ -148,20 +148,22 @@ std::string DirectoryStore::path_of(const std::string& key) const {
   return (fs::path(root_) / rel).string();
 }
 
-std::unique_ptr<ByteSource> DirectoryStore::open(const std::string& key) const {
+std::unique_ptr<ByteSource> DirectoryStore::open(const std::string& key) const { return open_as(key, mode_); }
+
+std::unique_ptr<ByteSource> DirectoryStore::open_as(const std::string& key, OpenMode mode) const {
   const auto path = path_of(key);
   std::error_code ec;
-  std::unique_ptr<ByteSource> source = fs::is_regular_file(path, ec) ? open_file(path, mode_) : nullptr;
+  std::unique_ptr<ByteSource> source = fs::is_regular_file(path, ec) ? open_file(path, mode) : nullptr;
   check_not_replaced();  // after the open: the object came from the pinned directory, or this throws
   return source;
 }
 
 std::unique_ptr<ByteSource> DirectoryStore::open_pread(const std::string& key) const {
-  const auto path = path_of(key);
-  std::error_code ec;
-  std::unique_ptr<ByteSource> source = fs::is_regular_file(path, ec) ? open_file(path, OpenMode::Pread) : nullptr;
-  check_not_replaced();
-  return source;
+  return open_as(key, OpenMode::Pread);
+}
+
+std::unique_ptr<ByteSource> DirectoryStore::open_whole(const std::string& key) const {
+  return open_as(key, mode_ == OpenMode::Mmap ? OpenMode::MapAndRead : mode_);
 }
 
 bool DirectoryStore::exists(const std::string& key) const {
@@ -418,6 +420,12 @@ std::optional<std::vector<std::byte>> CountingStore::get(const std::string& key)
   auto out = inner_.get(key);
   record({GetKind::Whole, key, 0, out ? out->size() : 0, out.has_value()});
   return out;
+}
+
+std::unique_ptr<ByteSource> CountingStore::open_whole(const std::string& key) const {
+  auto bytes = get(key);
+  if (!bytes) return nullptr;
+  return owned_memory_source(std::move(*bytes), join_key(inner_.name(), key));
 }
 
 std::optional<RangeRead> CountingStore::get_range(const std::string& key, std::uint64_t offset,

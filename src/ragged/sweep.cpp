@@ -13,6 +13,7 @@
 #include "tessera/core/checked.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/kept.hpp"
 #include "tessera/ragged/morton.hpp"
 
 namespace tessera::ragged::detail {
@@ -21,6 +22,12 @@ namespace {
 [[noreturn]] void axis_error(const std::string& path, const std::string& rule) {
   fail_at<FormatError>(path, "cells axis", rule);
 }
+
+// The working buffers of one sweep, one of each per slot of a batch.
+struct SweepBuffers {
+  std::vector<zarr::VlenChunk> decoded;
+  std::vector<std::vector<std::byte>> encoded;
+};
 
 std::vector<std::uint64_t> words_of(const std::vector<std::byte>& bytes) {
   std::vector<std::uint64_t> out(bytes.size() / 8);
@@ -180,10 +187,17 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
 
   int cell_order = -1;
   // One decoded-chunk buffer per slot of a batch, reused from batch to batch (a chunk the consumer
-  // leaves in its batch comes back), so decoding allocates and faults in no new memory once the
-  // buffers have grown.
+  // leaves in its batch comes back), and one for the encoded bytes when a local object is copied
+  // out with pread rather than read through its map (zarr::StoredObject::scan_read_path). They
+  // are kept for the process's next sweep, so decoding allocates and faults in no new memory once
+  // the buffers have grown.
   const std::size_t batch_size = batch_chunks(req.threads);
-  std::vector<zarr::VlenChunk> buffers(batch_size);
+  static Kept<SweepBuffers> kept(1);
+  KeptLease<SweepBuffers> lease(kept);
+  if (lease->decoded.size() < batch_size) lease->decoded.resize(batch_size);
+  if (lease->encoded.size() < batch_size) lease->encoded.resize(batch_size);
+  std::vector<zarr::VlenChunk>& buffers = lease->decoded;
+  std::vector<std::vector<std::byte>>& encoded = lease->encoded;
   // What the cover takes of object `o`: cells [first_cell, last_cell) of its stored span (empty
   // when the cover misses it), and whether it is read whole (one GET) rather than by its index.
   struct ObjectCover {
@@ -215,9 +229,11 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
     // The encoded chunks: the whole object in one GET, or its index then the covering chunks.
     std::optional<zarr::StoredObject> stored;
     std::optional<zarr::ShardIndex> index;
+    io::ReadPath read_path = io::ReadPath::Mmap;
     if (whole) {
       stored.emplace(ahead.take(at));
       if (!stored->exists()) continue;
+      read_path = stored->scan_read_path();
     } else {
       index = a.read_shard_index(object);
       if (!index) continue;
@@ -258,18 +274,15 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
         const std::uint64_t inner = g + j;
         const std::uint64_t start = ospan[0].begin + inner * chunk_cells;
         if (start >= length) return;
-        std::span<const std::byte> bytes;
+        zarr::VlenChunk& cells = buffers[j];
         if (stored) {
-          const auto s = stored->stored_chunk(inner);
-          if (!s) return;
-          bytes = *s;
+          const auto bytes = stored->stored_chunk(inner, read_path, encoded[j]);
+          if (!bytes) return;
+          a.decode_vlen_chunk_into(*bytes, zarr::ChunkRef{stored->key(), a.sharded(), inner}, cells);
         } else {
           if (!fetched[j]) return;
-          bytes = *fetched[j];
+          a.decode_vlen_chunk_into(*fetched[j], zarr::ChunkRef{index->key(), true, inner}, cells);
         }
-        zarr::VlenChunk& cells = buffers[j];
-        if (stored) stored->read_vlen_chunk_into(inner, cells);
-        else a.decode_vlen_chunk_into(bytes, zarr::ChunkRef{index->key(), true, inner}, cells);
         if (cells.all_empty()) return;
         decoded[j].emplace(PopulatedChunk{start, 0, j, std::move(cells)});
         if (req.task) {

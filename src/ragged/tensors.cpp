@@ -12,6 +12,7 @@
 #include "tessera/core/checked.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/kept.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/ragged_field.hpp"
 #include "tessera/ragged/tdigest.hpp"
@@ -148,6 +149,13 @@ struct BlockContext {
   int block_depth;  // d_b
   int chunk_depth;  // log4 C
 };
+
+// Tensor blocks whose storage a sink left behind, kept for the process's next read_tensors (see
+// core/kept.hpp): up to kTensorBytesInFlight of tensors that would otherwise be faulted in anew.
+Kept<std::vector<TensorBlock>>& kept_blocks() {
+  static Kept<std::vector<TensorBlock>> kept(1);
+  return kept;
+}
 
 // Computes `block` into `out` (all but its id, see set_block_id), reusing whatever storage `out`
 // holds: a recycled block's tensor is overwritten cell by cell, never cleared whole.
@@ -386,7 +394,9 @@ void RaggedField::read_tensors(const TensorOptions& o, const std::function<void(
   // to the sink in order.
   const std::size_t batch_chunks = detail::batch_chunks(o.threads);
   if (block_depth == depth && batch_chunks * block_bytes <= kTensorBytesInFlight) {
-    std::vector<TensorBlock> slots(batch_chunks);
+    KeptLease<std::vector<TensorBlock>> lease(kept_blocks());
+    std::vector<TensorBlock>& slots = *lease;
+    if (slots.size() < batch_chunks) slots.resize(batch_chunks);
     req.task = [&](const detail::PopulatedChunk& chunk, std::span<const std::uint64_t> words) {
       thread_local std::vector<std::uint64_t> padded;  // a chunk cut short by the axis end
       if (words.size() < block_cells) {
@@ -427,7 +437,8 @@ void RaggedField::read_tensors(const TensorOptions& o, const std::function<void(
   const std::size_t cores = o.threads ? o.threads : static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
   const std::size_t group =
       static_cast<std::size_t>(std::max<std::uint64_t>(2 * cores, kTensorBytesInFlight / block_bytes));
-  std::vector<TensorBlock> recycled;
+  KeptLease<std::vector<TensorBlock>> lease(kept_blocks());
+  std::vector<TensorBlock>& recycled = *lease;
   const auto emit = [&] {
     const auto view = [&](std::size_t i) {
       return BlockView{complete[i].start, complete[i].morton, complete[i].chunks};

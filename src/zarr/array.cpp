@@ -229,15 +229,21 @@ std::optional<std::vector<std::byte>> Array::read_stored_chunk(const Coords& rea
 StoredObject Array::read_object(const Coords& object) const {
   check_object(object);
   StoredObject out(*this, object, object_key(object));
-  out.bytes_ = store_->get(out.key_);
-  if (out.bytes_ && sharded()) {
-    const auto& bytes = *out.bytes_;
+  std::shared_ptr<const io::ByteSource> source = store_->open_whole(out.key_);
+  if (!source) return out;
+  const std::uint64_t size = source->size();
+  if (size > 0 && source->view(0, size) == nullptr)  // a source that only copies: hold the bytes
+    source = io::owned_memory_source(source->read_vector(0, size), source->name());
+  out.bytes_ = size > 0 ? std::span<const std::byte>(source->view(0, size), checked_size(size, "object size"))
+                        : std::span<const std::byte>();
+  out.source_ = std::move(source);
+  if (sharded()) {
+    const auto& bytes = out.bytes_;
     const std::uint64_t index_size = shard_index_size(chunks_per_object_count_, meta_.sharding->index_codecs);
     std::span<const std::byte> index_bytes;
     if (bytes.size() >= index_size) {
-      index_bytes = meta_.sharding->index_location == IndexLocation::End
-                        ? std::span<const std::byte>(bytes).last(index_size)
-                        : std::span<const std::byte>(bytes).first(index_size);
+      index_bytes =
+          meta_.sharding->index_location == IndexLocation::End ? bytes.last(index_size) : bytes.first(index_size);
     }
     out.index_ = ShardIndex::decode(index_bytes, chunks_per_object_count_, *meta_.sharding, bytes.size(), out.key_);
   }
@@ -394,15 +400,34 @@ std::vector<std::byte> Array::read_all() const {
 
 std::uint64_t StoredObject::chunk_count() const noexcept { return array_->chunks_per_object_count(); }
 
-std::optional<std::span<const std::byte>> StoredObject::stored_chunk(std::uint64_t inner) const {
+std::optional<ShardIndexEntry> StoredObject::chunk_range(std::uint64_t inner) const {
   if (inner >= chunk_count())
     throw UsageError(key_ + ": inner chunk " + std::to_string(inner) + " of an object holding " +
                      std::to_string(chunk_count()));
-  if (!bytes_) return std::nullopt;
-  if (!index_) return std::span<const std::byte>(*bytes_);
-  const auto range = index_->chunk_range(inner);
+  if (!source_) return std::nullopt;
+  if (!index_) return ShardIndexEntry{0, bytes_.size()};
+  return index_->chunk_range(inner);
+}
+
+std::optional<std::span<const std::byte>> StoredObject::stored_chunk(std::uint64_t inner) const {
+  const auto range = chunk_range(inner);
   if (!range) return std::nullopt;
-  return std::span<const std::byte>(*bytes_).subspan(range->offset, range->nbytes);
+  return bytes_.subspan(range->offset, range->nbytes);
+}
+
+io::ReadPath StoredObject::scan_read_path() const {
+  if (!source_) return io::ReadPath::Mmap;
+  return io::choose_read_path(*source_, 0, source_->size(), source_->size()).chosen;
+}
+
+std::optional<std::span<const std::byte>> StoredObject::stored_chunk(std::uint64_t inner, io::ReadPath path,
+                                                                     std::vector<std::byte>& scratch) const {
+  if (path != io::ReadPath::Pread) return stored_chunk(inner);
+  const auto range = chunk_range(inner);
+  if (!range) return std::nullopt;
+  scratch.resize(checked_size(range->nbytes, "chunk size"));
+  source_->read_at(range->offset, scratch);
+  return std::span<const std::byte>(scratch);
 }
 
 void StoredObject::read_chunk(std::uint64_t inner, std::span<std::byte> out) const {
@@ -421,8 +446,8 @@ VlenChunk StoredObject::read_vlen_chunk(std::uint64_t inner) const {
 }
 
 void StoredObject::read_vlen_chunk_into(std::uint64_t inner, VlenChunk& out) const {
-  const auto stored = stored_chunk(inner);
   if (!array_->data_type().vlen) throw UsageError(key_ + ": read_vlen_chunk needs a variable-length bytes array");
+  const auto stored = stored_chunk(inner);
   if (!stored) {
     out = VlenChunk::empty(array_->read_chunk_elements());
     return;

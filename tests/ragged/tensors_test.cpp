@@ -10,6 +10,7 @@
 #include "tessera/codec/npy.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/byte_source.hpp"
+#include "tessera/io/store.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/ragged_field.hpp"
 #include "tessera/ragged/synth.hpp"
@@ -401,9 +402,10 @@ TEST(RaggedTensors, FusedDigestKernelsEqualTheSeparateSteps) {
 }
 
 // A sweep reuses its buffers: decoded chunks from batch to batch, and the tensors and masks a sink
-// leaves in its blocks. None of it may leak into a later block: a leaf of many batches read whole
-// (sinks that keep, copy or half-keep their blocks; 1 and 2 threads; blocks of one and of several
-// read chunks) gives the blocks that one-chunk subtree sweeps (fresh buffers) give.
+// leaves in its blocks, kept for the process's next sweep too. None of it may leak into a later
+// block: a leaf of many batches read whole (sinks that keep, copy or half-keep their blocks; 1 and
+// 2 threads; blocks of one and of several read chunks) gives the blocks that one-chunk subtree
+// sweeps give (each a separate call, starting from what the one before left behind).
 TEST(RaggedTensors, ReusedBuffersLeaveNoTraceInLaterBlocks) {
   testing::TempDir dir;
   io::DirectoryStore hive(dir.path().string());
@@ -464,6 +466,50 @@ TEST(RaggedTensors, ReusedBuffersLeaveNoTraceInLaterBlocks) {
     EXPECT_TRUE(same(b, coarse[i++])) << "block at " << b.start;
   });
   EXPECT_EQ(i, coarse.size());
+}
+
+// A shard read whole is viewed in its map or copied out chunk by chunk with pread, as
+// TESSERA_READ_PATH forces or the machine's probe picks: the same blocks, bit for bit, either way,
+// from a local leaf and from the same objects held in memory.
+TEST(RaggedTensors, EveryReadPathGivesTheSameBlocks) {
+  testing::TempDir dir;
+  io::DirectoryStore hive(dir.path().string());
+  SynthLeafOptions s;
+  s.cell_order = 15;
+  s.shard_order = 9;
+  s.chunk_order = 12;
+  s.shard_decimal = "1111111111";
+  s.max_centroids = 80;
+  s.seed = 9;
+  const SynthLeafReport report = synth_hive(hive, s);
+  io::DirectoryStore leaf((dir / report.leaf_key).string());
+  io::MemoryStore memory;
+  for (const std::string& key : leaf.list("")) memory.put(key, *leaf.get(key));
+
+  TensorOptions o;
+  o.fit = FitPolicy::DegradeResolution;
+  o.n_bins = 24;
+  std::vector<TensorBlock> mapped;
+  {
+    const testing::ScopedEnv path("TESSERA_READ_PATH", "mmap");
+    mapped = RaggedField::open(leaf, "15/h_tdigest").read_tensors(o);
+  }
+  ASSERT_GT(mapped.size(), 16u);
+  const auto expect_same = [&](const std::vector<TensorBlock>& got) {
+    ASSERT_EQ(got.size(), mapped.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].start, mapped[i].start);
+      EXPECT_EQ(got[i].offset, mapped[i].offset);
+      EXPECT_EQ(got[i].tensor, mapped[i].tensor) << "block at " << got[i].start;
+      EXPECT_EQ(got[i].mask, mapped[i].mask);
+    }
+  };
+  for (const char* path : {"pread", "auto"}) {
+    SCOPED_TRACE(path);
+    const testing::ScopedEnv env("TESSERA_READ_PATH", path);
+    expect_same(RaggedField::open(leaf, "15/h_tdigest").read_tensors(o));
+    expect_same(RaggedField::open(memory, "15/h_tdigest").read_tensors(o));
+  }
 }
 
 }  // namespace

@@ -320,6 +320,39 @@ TEST(ZarrFixtures, StoredObjectsAndSpans) {
   EXPECT_EQ(test::hex(obj.read_vlen_chunk(1)[1]), test::hex(tdigest.read_vlen_chunk({1})[1]));
 }
 
+// A local object read whole is mapped with its descriptor kept, so a scan may copy each chunk out
+// with pread instead of viewing it: the same bytes either way, absent chunks absent either way,
+// and the copy reuses the caller's buffer. Objects of a remote-like store are held in memory and
+// always viewed.
+TEST(ZarrFixtures, StoredChunksReadTheSameByViewAndByPread) {
+  for (const auto& fa : test::all_fixture_arrays()) {
+    io::DirectoryStore dir(fa.root.string());
+    const Array array = Array::open(dir, fa.path);
+    SCOPED_TRACE(fa.name());
+    for (const Coords& o : array.list_stored_objects()) {
+      const StoredObject obj = array.read_object(o);
+      ASSERT_TRUE(obj.exists());
+      std::vector<std::byte> scratch;
+      for (std::uint64_t inner = 0; inner < obj.chunk_count(); ++inner) {
+        const auto viewed = obj.stored_chunk(inner);
+        const auto copied = obj.stored_chunk(inner, io::ReadPath::Pread, scratch);
+        ASSERT_EQ(viewed.has_value(), copied.has_value()) << inner;
+        if (!viewed) continue;
+        EXPECT_EQ(copied->data(), scratch.data());
+        EXPECT_TRUE(std::equal(viewed->begin(), viewed->end(), copied->begin(), copied->end())) << inner;
+        EXPECT_EQ(obj.stored_chunk(inner, io::ReadPath::Mmap, scratch)->data(), viewed->data());
+      }
+    }
+  }
+  io::DirectoryStore min(leaf_root("minimal").string());
+  io::CountingStore counted(min);
+  const StoredObject held = Array::open(counted, "6/h_tdigest").read_object({0});
+  EXPECT_EQ(held.scan_read_path(), io::ReadPath::Mmap);  // in memory: nothing to choose
+  EXPECT_EQ(counted.log().back().kind, io::CountingStore::GetKind::Whole);
+  EXPECT_TRUE(min.open_whole("6/h_tdigest/c/0")->reads_both_ways());
+  EXPECT_FALSE(min.open("6/h_tdigest/c/0")->reads_both_ways());
+}
+
 TEST(ZarrFixtures, ListingRefusesForeignKeysUnderTheChunkPrefix) {
   io::MemoryStore mem;
   const fs::path src = leaf_root("minimal") / "6/count";

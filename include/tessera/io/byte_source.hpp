@@ -10,6 +10,8 @@
 //    caller falls back to `read_at`. Callers check bounds against `size()` first.
 //  - `read_at` on a file opened MapAndRead copies with pread, so a caller that wants copies
 //    (io/read_path.hpp) never faults the mapping's pages in.
+//  - `reads_both_ways()` says whether both of those are real choices (a mapped file with its
+//    descriptor kept).
 //  - `will_need(offset, len)` is a hint that the bytes will be read soon: a local file starts
 //    reading them into the page cache (cold sequential scans), other sources ignore it.
 //  - Thread-safety: every member may be called concurrently from any thread.
@@ -38,6 +40,10 @@ class ByteSource {
   virtual void read_at(std::uint64_t offset, std::span<std::byte> dst) const = 0;
   [[nodiscard]] virtual const std::byte* view(std::uint64_t /*offset*/, std::uint64_t /*len*/) const { return nullptr; }
   virtual void will_need(std::uint64_t /*offset*/, std::uint64_t /*len*/) const {}
+  // True for a mapped local file whose read_at copies with pread (OpenMode::MapAndRead): a scan
+  // of it may view the map or copy pages out, whichever the machine makes cheaper
+  // (io/read_path.hpp). Memory and remote sources have nothing to choose.
+  [[nodiscard]] virtual bool reads_both_ways() const { return false; }
   // Name used in error messages (normally the path as the user wrote it).
   [[nodiscard]] virtual const std::string& name() const = 0;
 

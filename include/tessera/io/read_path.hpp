@@ -33,7 +33,9 @@ struct ReadPathProbe {
 };
 
 // The path a scan of `scan_bytes` bytes of `source` should take. A forced path is returned as is.
-// For Auto, a source that cannot view (not mapped) is read with Pread; a scan below
+// For Auto, a source that cannot view (not mapped) is read with Pread; one that views but cannot
+// also pread (memory, a mapping without its descriptor: ByteSource::reads_both_ways) keeps the
+// view; a scan below
 // kProbeMinScanBytes keeps the map; otherwise the first call in the process times both ways over
 // [offset, offset + len) of `source` (at most 16 MiB of it; two passes so both read warm pages)
 // and every later call returns that result.

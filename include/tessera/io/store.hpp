@@ -113,10 +113,14 @@ class DirectoryStore final : public Store {
   std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const override;
   std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override;
   std::optional<std::uint64_t> size(const std::string& key) const override;
+  // An object read whole is scanned: mapped with its descriptor kept (OpenMode::MapAndRead) so
+  // the scan can view the map or copy with pread, whichever is cheaper (io/read_path.hpp).
+  std::unique_ptr<ByteSource> open_whole(const std::string& key) const override;
   DirListing list_dir(const std::string& prefix) const override;
   void erase_prefix(const std::string& prefix) override;
 
  private:
+  std::unique_ptr<ByteSource> open_as(const std::string& key, OpenMode mode) const;
   std::unique_ptr<ByteSource> open_pread(const std::string& key) const;
   // Throws when the root is no longer the directory the store was opened on (see above).
   void check_not_replaced() const;
@@ -171,6 +175,8 @@ class CountingStore final : public Store {
   void erase(const std::string& key) override { inner_.erase(key); }
   const std::string& name() const override { return inner_.name(); }
   std::optional<std::vector<std::byte>> get(const std::string& key) const override;
+  // One counted Whole GET into memory.
+  std::unique_ptr<ByteSource> open_whole(const std::string& key) const override;
   std::optional<RangeRead> get_range(const std::string& key, std::uint64_t offset, std::uint64_t length) const override;
   std::optional<RangeRead> get_suffix(const std::string& key, std::uint64_t length) const override;
   std::optional<std::uint64_t> size(const std::string& key) const override;

@@ -20,11 +20,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "tessera/io/read_path.hpp"
 #include "tessera/io/store.hpp"
 #include "tessera/zarr/codec.hpp"
 #include "tessera/zarr/metadata.hpp"
@@ -116,7 +118,7 @@ class Array {
   // else one GET per present chunk. A single present chunk is exactly read_stored_chunk's GET.
   std::vector<std::optional<std::vector<std::byte>>> read_stored_chunks(const ShardIndex& index, std::uint64_t first,
                                                                         std::uint64_t last) const;
-  // A whole object in one GET (sweeps).
+  // A whole object in one GET, or mapped when local (sweeps).
   StoredObject read_object(const Coords& object) const;
 
   // ---- decoded values ----
@@ -154,19 +156,29 @@ class Array {
   std::uint64_t read_chunk_bytes_ = 0;
 };
 
-// One object fetched whole; its read chunks decode from memory with no further request.
-// Refers to its Array, which must outlive it.
+// One object fetched whole: one GET into memory on a remote store, a mapping on a local one
+// (its descriptor kept, so a scan may copy chunks out with pread instead of faulting the map:
+// scan_read_path). Its read chunks decode with no further request. Refers to its Array, which
+// must outlive it; copies share the object's bytes.
 class StoredObject {
  public:
   const Coords& object() const noexcept { return object_; }
   const std::string& key() const noexcept { return key_; }
-  bool exists() const noexcept { return bytes_.has_value(); }
+  bool exists() const noexcept { return source_ != nullptr; }
   // The shard index (sharded arrays, object present).
   const std::optional<ShardIndex>& index() const noexcept { return index_; }
   // Read chunks in the object (K; 1 when not sharded).
   std::uint64_t chunk_count() const noexcept;
-  // The encoded bytes of read chunk `inner`, entry-validated; nullopt when absent.
+  // The encoded bytes of read chunk `inner`, entry-validated, viewed where they lie; nullopt when
+  // absent.
   std::optional<std::span<const std::byte>> stored_chunk(std::uint64_t inner) const;
+  // How a scan of every chunk of this object reaches them (io::choose_read_path over the object):
+  // Mmap for bytes in memory; for a local file, whichever this machine makes cheaper.
+  io::ReadPath scan_read_path() const;
+  // The same bytes by `path`: viewed in place (Mmap), or copied with pread into `scratch`, whose
+  // storage is reused from call to call (Pread).
+  std::optional<std::span<const std::byte>> stored_chunk(std::uint64_t inner, io::ReadPath path,
+                                                         std::vector<std::byte>& scratch) const;
   void read_chunk(std::uint64_t inner, std::span<std::byte> out) const;
   VlenChunk read_vlen_chunk(std::uint64_t inner) const;
   // The same into `out`, reusing its storage (a sweep decodes every chunk into a few buffers).
@@ -177,11 +189,14 @@ class StoredObject {
   StoredObject(const Array& array, Coords object, std::string key)
       : array_(&array), object_(std::move(object)), key_(std::move(key)) {}
   ChunkRef ref(std::uint64_t inner) const { return {key_, array_->sharded(), inner}; }
+  // The byte range of read chunk `inner` inside the object, nullopt when absent.
+  std::optional<ShardIndexEntry> chunk_range(std::uint64_t inner) const;
 
   const Array* array_;
   Coords object_;
   std::string key_;
-  std::optional<std::vector<std::byte>> bytes_;
+  std::shared_ptr<const io::ByteSource> source_;  // null when the object is missing
+  std::span<const std::byte> bytes_;              // all of source_, viewed
   std::optional<ShardIndex> index_;
 };
 

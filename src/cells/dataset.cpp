@@ -15,6 +15,7 @@
 #include "row_copy.hpp"
 #include "tessera/cells/batch_columns.hpp"
 #include "tessera/cells/gene_files.hpp"
+#include "tessera/core/checked.hpp"
 #include "tessera/io/uri.hpp"
 
 namespace tessera::cells {
@@ -63,6 +64,11 @@ std::unique_ptr<Dataset> Dataset::open(std::shared_ptr<const io::Store> store, c
     impl->first_tile_inverse = 1.0 / static_cast<double>(impl->limits[0]);
   impl->store = std::move(store);
   impl->options = options;
+  for (const std::uint64_t bytes : impl->manifest.tile_bytes)
+    impl->stored_bytes = add_u64(impl->stored_bytes, bytes).value_or(~std::uint64_t{0});
+  // As many buffers as tiles are cached or in flight at once.
+  impl->tile_buffers =
+      std::make_shared<io::KeptBuffers>(static_cast<std::size_t>(std::max(options.max_prefetch_tiles, 1)) + 2);
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
 }
 

@@ -24,6 +24,7 @@
 #include "decoded_tile.hpp"
 #include "kept_genes.hpp"
 #include "tessera/cells/dataset.hpp"
+#include "tessera/io/read_path.hpp"
 
 namespace tessera::cells {
 
@@ -61,6 +62,10 @@ struct Dataset::Impl {
   std::condition_variable cache_cv;
   std::map<std::uint64_t, Entry> cache;
   std::multiset<std::uint64_t> pinned;  // tiles of requests in progress: never evicted
+  // Buffers of tiles copied out with pread (io::read_whole_by_path), back from evicted tiles for
+  // the next fetch; shared with the tiles, which may outlive the dataset.
+  std::shared_ptr<io::KeptBuffers> tile_buffers;
+  std::uint64_t stored_bytes = 0;  // of all tiles: the scan an epoch makes
   std::uint64_t clock = 0;
   std::deque<std::uint64_t> queue;  // background fetches to start
   std::vector<std::thread> fetchers;

@@ -19,8 +19,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 std::shared_ptr<const Tile> Dataset::Impl::fetch(std::uint64_t t) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string key = tile_key(t);
-  // Tiles are read whole: one GET on a remote store, a mapping on a local one.
-  std::shared_ptr<const io::ByteSource> src = store->open_whole(key);
+  // Tiles are read whole: one GET on a remote store; on a local one a mapping, or a pread copy
+  // into a reused buffer where this machine makes mapped pages dearer (io/read_path.hpp).
+  std::shared_ptr<const io::ByteSource> src =
+      io::read_whole_by_path(store->open_whole(key), stored_bytes, tile_buffers);
   if (!src) fail(key, "", "tile object is missing from the dataset", "M7");
   auto tile = std::make_shared<const Tile>(Tile::parse(src, {.verify_crc = options.verify_crc}, key));
   const Manifest& m = manifest;

@@ -15,7 +15,6 @@
 #include "tessera/core/error.hpp"
 
 namespace tessera::io {
-namespace {
 
 void check_range(const ByteSource& src, std::uint64_t offset, std::uint64_t len) {
   const auto end = add_u64(offset, len);
@@ -25,6 +24,8 @@ void check_range(const ByteSource& src, std::uint64_t offset, std::uint64_t len)
                   src.name());
   }
 }
+
+namespace {
 
 class FileDescriptor {
  public:

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/core/checked.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::io {
@@ -66,6 +67,40 @@ ReadPathProbe measure(const ByteSource& source, std::uint64_t offset, std::uint6
   return probe;
 }
 
+// A whole object copied into a kept buffer, which goes back when the source is destroyed. The
+// buffer only grows (its first `size_` bytes are the object), so reusing it clears nothing.
+class KeptCopySource final : public ByteSource {
+ public:
+  KeptCopySource(const ByteSource& from, std::shared_ptr<KeptBuffers> buffers)
+      : buffers_(std::move(buffers)), buffer_(buffers_->take()), size_(from.size()), name_(from.name()) {
+    try {
+      const std::size_t n = checked_size(size_, "object size");
+      if (buffer_.size() < n) buffer_.resize(n);
+      from.read_at(0, std::span<std::byte>(buffer_.data(), n));
+    } catch (...) {
+      buffers_->give(std::move(buffer_));
+      throw;
+    }
+  }
+  ~KeptCopySource() override { buffers_->give(std::move(buffer_)); }
+  std::uint64_t size() const override { return size_; }
+  const std::string& name() const override { return name_; }
+  void read_at(std::uint64_t offset, std::span<std::byte> dst) const override {
+    check_range(*this, offset, dst.size());
+    if (!dst.empty()) std::memcpy(dst.data(), buffer_.data() + offset, dst.size());
+  }
+  const std::byte* view(std::uint64_t offset, std::uint64_t len) const override {
+    check_range(*this, offset, len);
+    return buffer_.data() + offset;
+  }
+
+ private:
+  std::shared_ptr<KeptBuffers> buffers_;
+  std::vector<std::byte> buffer_;
+  std::uint64_t size_;
+  std::string name_;
+};
+
 }  // namespace
 
 std::string_view read_path_name(ReadPath path) noexcept {
@@ -109,6 +144,13 @@ ReadPathProbe choose_read_path(const ByteSource& source, std::uint64_t offset, s
   const std::lock_guard lock(mutex);
   if (!measured) measured = measure(source, offset, pieces);
   return *measured;
+}
+
+std::shared_ptr<const ByteSource> read_whole_by_path(std::shared_ptr<const ByteSource> source, std::uint64_t scan_bytes,
+                                                     const std::shared_ptr<KeptBuffers>& buffers) {
+  if (!source || !source->reads_both_ways()) return source;
+  if (choose_read_path(*source, 0, source->size(), scan_bytes).chosen != ReadPath::Pread) return source;
+  return std::make_shared<KeptCopySource>(*source, buffers);
 }
 
 }  // namespace tessera::io

@@ -149,6 +149,34 @@ TEST_F(EpochTest, DecodeAheadGivesTheSameBatches) {
   }
 }
 
+// Tiles are viewed in their maps or copied out with pread into reused buffers, as
+// TESSERA_READ_PATH forces (the probe chooses otherwise). Every cell reads back what was written
+// (cell c: gene c % 7, count c + 1) either way, also when a cache of two tiles makes later tiles
+// reuse the buffers of evicted ones.
+TEST_F(EpochTest, EveryReadPathGivesTheWrittenCells) {
+  for (const char* path : {"mmap", "pread"}) {
+    SCOPED_TRACE(path);
+    const tessera::testing::ScopedEnv env("TESSERA_READ_PATH", path);
+    for (const bool ahead : {false, true}) {
+      auto ds = Dataset::open((tmp_ / "ds").string(), {.max_cached_tiles = 1, .max_prefetch_tiles = 2});
+      EpochIterator it(*ds, 4, {.seed = 11, .values = Values::Int32, .decode_ahead = ahead});
+      EpochBatch b;
+      std::set<std::int64_t> seen;
+      while (it.next(b)) {
+        for (std::size_t r = 0; r < b.cells.size(); ++r) {
+          const std::int64_t c = b.cells[r];
+          seen.insert(c);
+          const auto begin = static_cast<std::size_t>(b.batch.indptr[r]);
+          ASSERT_EQ(b.batch.indptr[r + 1] - b.batch.indptr[r], 1) << "cell " << c;
+          EXPECT_EQ(b.batch.indices[begin], static_cast<std::int32_t>(c % 7)) << "cell " << c;
+          EXPECT_EQ(b.batch.values_int32[begin], static_cast<std::int32_t>(c + 1)) << "cell " << c;
+        }
+      }
+      EXPECT_EQ(seen.size(), 23u);
+    }
+  }
+}
+
 TEST_F(EpochTest, DecodeAheadRules) {
   EXPECT_THROW(ds_->decode_ahead(5), UsageError);
   // A request racing get_batch of the same tile: the batch waits for it or decodes it itself.

@@ -3,6 +3,8 @@
 // cannot be mapped, and measures once per process on a large one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -77,6 +79,62 @@ TEST(ReadPath, AutoCopiesFromSourcesThatCannotMapAndKeepsTheMapForSmallScans) {
   EXPECT_FALSE(probe.measured);
   probe = io::choose_read_path(*mapped, 0, 1 << 20, kLargeScan);  // one piece: nothing to compare
   EXPECT_FALSE(probe.measured);
+}
+
+// Bytes in memory, or mapped without a descriptor to copy with, have nothing to choose: auto keeps
+// their view and never lets them steer the process's measurement.
+TEST(ReadPath, AutoViewsWhatCannotAlsoBeCopied) {
+  const ScopedEnv env("TESSERA_READ_PATH", "auto");
+  TempDir dir;
+  const auto bytes = random_bytes(4 << 20);
+  testing::write_file_bytes(dir / "f.bin", bytes);
+  const auto memory = io::memory_source(bytes);
+  const auto mapped_only = io::open_file((dir / "f.bin").string(), io::OpenMode::Mmap);
+  for (const io::ByteSource* src : {memory.get(), mapped_only.get()}) {
+    EXPECT_FALSE(src->reads_both_ways());
+    const auto probe = io::choose_read_path(*src, 0, bytes.size(), kLargeScan);
+    EXPECT_EQ(probe.chosen, io::ReadPath::Mmap);
+    EXPECT_FALSE(probe.measured);
+  }
+  EXPECT_TRUE(io::open_file((dir / "f.bin").string(), io::OpenMode::MapAndRead)->reads_both_ways());
+}
+
+// An object parsed in place is the mapped source itself on the map path, and a copy in a kept
+// buffer on the pread path: the same bytes, the buffer given back when the copy goes and reused
+// (same storage) by the next object, also after the pool's owner is gone.
+TEST(ReadPath, WholeObjectsAreCopiedIntoKeptBuffersOnThePreadPath) {
+  TempDir dir;
+  const auto bytes = random_bytes(3 << 20);
+  testing::write_file_bytes(dir / "f.bin", bytes);
+  std::shared_ptr<const io::ByteSource> mapped = io::open_file((dir / "f.bin").string(), io::OpenMode::MapAndRead);
+  auto buffers = std::make_shared<io::KeptBuffers>(2);
+  {
+    const ScopedEnv env("TESSERA_READ_PATH", "mmap");
+    EXPECT_EQ(io::read_whole_by_path(mapped, kLargeScan, buffers), mapped);
+  }
+  const ScopedEnv env("TESSERA_READ_PATH", "pread");
+  const std::byte* storage = nullptr;
+  {
+    const auto copy = io::read_whole_by_path(mapped, kLargeScan, buffers);
+    ASSERT_NE(copy, mapped);
+    ASSERT_EQ(copy->size(), bytes.size());
+    storage = copy->view(0, bytes.size());
+    EXPECT_NE(storage, mapped->view(0, bytes.size()));
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), storage));
+    EXPECT_EQ(copy->read_vector(100, 50), std::vector<std::byte>(bytes.begin() + 100, bytes.begin() + 150));
+    EXPECT_THROW((void)copy->view(bytes.size() - 10, 11), IoError);
+  }
+  testing::write_file_bytes(dir / "g.bin", random_bytes(1000));
+  std::shared_ptr<const io::ByteSource> next =
+      io::read_whole_by_path(io::open_file((dir / "g.bin").string(), io::OpenMode::MapAndRead), kLargeScan, buffers);
+  EXPECT_EQ(next->view(0, 1000), storage);  // the buffer the first copy gave back
+  EXPECT_EQ(next->size(), 1000u);
+  buffers.reset();  // the copy keeps the pool alive
+  EXPECT_EQ(next->read_vector(0, 1000).size(), 1000u);
+  next.reset();
+  // What cannot also be copied is returned as it is.
+  const auto memory = std::shared_ptr<const io::ByteSource>(io::memory_source(bytes));
+  EXPECT_EQ(io::read_whole_by_path(memory, kLargeScan, std::make_shared<io::KeptBuffers>(1)), memory);
 }
 
 TEST(ReadPath, AutoMeasuresOnceOnALargeScanAndKeepsTheAnswer) {

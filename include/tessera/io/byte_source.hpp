@@ -51,6 +51,10 @@ class ByteSource {
   [[nodiscard]] std::vector<std::byte> read_vector(std::uint64_t offset, std::uint64_t len) const;
 };
 
+// Throws IoError naming `src` when [offset, offset + len) is not inside it (the check every
+// source's read_at and view make first).
+void check_range(const ByteSource& src, std::uint64_t offset, std::uint64_t len);
+
 enum class OpenMode { Mmap, Pread, MapAndRead };
 
 // Opens a local file. Mmap maps the whole file read-only (an empty file maps nothing) and holds

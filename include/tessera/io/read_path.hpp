@@ -10,9 +10,13 @@
 // differently from the plain reads measured here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
+#include <vector>
 
+#include "tessera/core/kept.hpp"
 #include "tessera/io/byte_source.hpp"
 
 namespace tessera::io {
@@ -42,5 +46,15 @@ struct ReadPathProbe {
 inline constexpr std::uint64_t kProbeMinScanBytes = std::uint64_t{64} << 20;
 [[nodiscard]] ReadPathProbe choose_read_path(const ByteSource& source, std::uint64_t offset, std::uint64_t len,
                                              std::uint64_t scan_bytes);
+
+// An object a reader parses in place (a deltacells tile), as a scan of `scan_bytes` should reach
+// it: `source` itself when the map is the cheaper path (or nothing can be chosen), else its bytes
+// copied with pread into a buffer taken from `buffers` and given back when the returned source is
+// destroyed (the source shares `buffers`, so either may go first). A stream of objects then faults
+// no fresh memory in once the buffers have grown.
+using KeptBuffers = Kept<std::vector<std::byte>>;
+[[nodiscard]] std::shared_ptr<const ByteSource> read_whole_by_path(std::shared_ptr<const ByteSource> source,
+                                                                   std::uint64_t scan_bytes,
+                                                                   const std::shared_ptr<KeptBuffers>& buffers);
 
 }  // namespace tessera::io

@@ -406,17 +406,24 @@ TEST(RaggedTensors, FusedDigestKernelsEqualTheSeparateSteps) {
 // block: a leaf of many batches read whole (sinks that keep, copy or half-keep their blocks; 1 and
 // 2 threads; blocks of one and of several read chunks) gives the blocks that one-chunk subtree
 // sweeps give (each a separate call, starting from what the one before left behind).
-TEST(RaggedTensors, ReusedBuffersLeaveNoTraceInLaterBlocks) {
-  testing::TempDir dir;
-  io::DirectoryStore hive(dir.path().string());
+// A small leaf of one shard: 4096 cells in 64 read chunks of 64, several batches at any thread
+// count.
+SynthLeafOptions small_leaf(std::uint32_t max_centroids, std::uint64_t seed) {
   SynthLeafOptions s;
   s.cell_order = 15;
   s.shard_order = 9;
-  s.chunk_order = 12;  // 4096 cells in 64 read chunks of 64: several batches at any thread count
+  s.chunk_order = 12;
   s.shard_decimal = "1111111111";
-  s.max_centroids = 60;
+  s.max_centroids = max_centroids;
+  s.seed = seed;
+  return s;
+}
+
+TEST(RaggedTensors, ReusedBuffersLeaveNoTraceInLaterBlocks) {
+  testing::TempDir dir;
+  io::DirectoryStore hive(dir.path().string());
+  SynthLeafOptions s = small_leaf(60, 5);
   s.populated_fraction = 0.3;
-  s.seed = 5;
   const SynthLeafReport report = synth_hive(hive, s);
   io::DirectoryStore leaf((dir / report.leaf_key).string());
   const RaggedField f = RaggedField::open(leaf, "15/h_tdigest");
@@ -474,14 +481,7 @@ TEST(RaggedTensors, ReusedBuffersLeaveNoTraceInLaterBlocks) {
 TEST(RaggedTensors, EveryReadPathGivesTheSameBlocks) {
   testing::TempDir dir;
   io::DirectoryStore hive(dir.path().string());
-  SynthLeafOptions s;
-  s.cell_order = 15;
-  s.shard_order = 9;
-  s.chunk_order = 12;
-  s.shard_decimal = "1111111111";
-  s.max_centroids = 80;
-  s.seed = 9;
-  const SynthLeafReport report = synth_hive(hive, s);
+  const SynthLeafReport report = synth_hive(hive, small_leaf(80, 9));
   io::DirectoryStore leaf((dir / report.leaf_key).string());
   io::MemoryStore memory;
   for (const std::string& key : leaf.list("")) memory.put(key, *leaf.get(key));

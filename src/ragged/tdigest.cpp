@@ -228,19 +228,31 @@ void rasterize(const Digest& d, double z_lo, double res, std::uint32_t n_bins, s
   rasterize(d, d.empty() ? 0.0 : pairwise_sum(d.weights), z_lo, res, n_bins, out, scratch);
 }
 
+std::vector<double> bin_edges(double z_lo, double res, std::uint32_t n_bins) {
+  std::vector<double> edges(static_cast<std::size_t>(n_bins) + 1);
+  for (std::size_t i = 0; i < edges.size(); ++i) edges[i] = z_lo + res * static_cast<double>(i);
+  return edges;
+}
+
 void rasterize(const Digest& d, double total, double z_lo, double res, std::uint32_t n_bins, std::span<double> out,
                std::vector<double>& scratch) {
   if (d.empty()) {
     std::fill(out.begin(), out.begin() + n_bins, 0.0);
     return;
   }
-  // scratch: [edges (n+1) | cdf (n+1)]
-  const std::size_t ne = static_cast<std::size_t>(n_bins) + 1;
-  scratch.resize(2 * ne);
-  double* edges = scratch.data();
-  for (std::size_t i = 0; i < ne; ++i) edges[i] = z_lo + res * static_cast<double>(i);
-  cdf_with(d, total, std::span<const double>(edges, ne), std::span<double>(scratch.data() + ne, ne));
-  const double* c = scratch.data() + ne;
+  rasterize_at(d, total, bin_edges(z_lo, res, n_bins), out, scratch);
+}
+
+void rasterize_at(const Digest& d, double total, std::span<const double> edges, std::span<double> out,
+                  std::vector<double>& scratch) {
+  const std::size_t n_bins = edges.size() - 1;
+  if (d.empty()) {
+    std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n_bins), 0.0);
+    return;
+  }
+  scratch.resize(edges.size());  // the CDF at every edge
+  cdf_with(d, total, edges, scratch);
+  const double* c = scratch.data();
   for (std::size_t i = 0; i < n_bins; ++i) {
     const double diff = c[i + 1] - c[i];
     out[i] = diff >= 0.0 ? diff : 0.0;

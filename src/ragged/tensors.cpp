@@ -245,15 +245,16 @@ void compute_block(const BlockContext& ctx, const BlockView& block, bool inner_p
     }
   }
 
-  // 4–6. rasterize, cast, place
+  // 4–6. rasterize, cast, place (the block's cells share one set of bin edges)
   std::vector<double> sums(populated.size(), 0.0);
+  const std::vector<double> edges = tdigest::bin_edges(w.z_lo, w.res, w.n_bins);
   for_cells([&](std::size_t i) {
     const Cell& c = populated[i];
     thread_local tdigest::Digest d;
     thread_local std::vector<double> counts, scratch;
     tdigest::decode_into(c.payload, path, d);
     counts.resize(w.n_bins);
-    tdigest::rasterize(d, c.total, w.z_lo, w.res, w.n_bins, counts, scratch);
+    tdigest::rasterize_at(d, c.total, edges, counts, scratch);
     const auto rc = morton::rank_to_rowcol(c.local);
     const std::size_t at = static_cast<std::size_t>(rc.row) * out.side + rc.col;
     std::byte* dst = out.tensor.data() + at * cell_bytes;

@@ -334,7 +334,8 @@ TEST(RaggedTensors, ThreadCountsGiveIdenticalResults) {
 }
 
 // The sweep kernels fuse steps the spec lists separately (decode + validate, two quantiles in one
-// walk, a CDF walk that restarts for unsorted points); each must equal the separate steps.
+// walk, a CDF walk that restarts for unsorted points, bin edges computed once per block); each
+// must equal the separate steps.
 TEST(RaggedTensors, FusedDigestKernelsEqualTheSeparateSteps) {
   io::DirectoryStore strata(test::strata_leaf().string()), minimal(test::fixture_leaf("minimal").string()),
       flux(test::fixture_leaf("flux").string());
@@ -368,6 +369,18 @@ TEST(RaggedTensors, FusedDigestKernelsEqualTheSeparateSteps) {
         tdigest::cdf(d, std::span<const double>(&x[i], 1), one);
         if (std::isnan(one[0])) EXPECT_TRUE(std::isnan(all[i])) << "cell " << cell << " point " << i;
         else EXPECT_EQ(all[i], one[0]) << "cell " << cell << " point " << i;
+      }
+      // Counts from edges shared by a block's cells: max(0, CDF(e_{i+1}) − CDF(e_i)), each CDF
+      // taken on its own, for bins reaching past both ends of the digest.
+      constexpr std::uint32_t kBins = 16;
+      const double res = (hi - lo) / 12 + 0.25, z_lo = lo - 2 * res;
+      std::vector<double> counts(kBins), scratch, at(1), next(1);
+      tdigest::rasterize_at(d, total, tdigest::bin_edges(z_lo, res, kBins), counts, scratch);
+      for (std::uint32_t i = 0; i < kBins; ++i) {
+        const double e0 = z_lo + res * static_cast<double>(i), e1 = z_lo + res * static_cast<double>(i + 1);
+        tdigest::cdf(d, std::span<const double>(&e0, 1), at);
+        tdigest::cdf(d, std::span<const double>(&e1, 1), next);
+        EXPECT_EQ(counts[i], std::max(0.0, next[0] - at[0])) << "cell " << cell << " bin " << i;
       }
     }
   }

@@ -54,5 +54,11 @@ void rasterize(const Digest& d, double z_lo, double res, std::uint32_t n_bins, s
                std::vector<double>& scratch);
 void rasterize(const Digest& d, double total, double z_lo, double res, std::uint32_t n_bins, std::span<double> out,
                std::vector<double>& scratch);
+// The bin edges z_lo + res·i, i = 0..n_bins (n_bins + 1 values), and the same counts from edges
+// computed once for many digests (a tensor block's cells share them): `edges` as bin_edges
+// gives them, `out` of edges.size() − 1 bins.
+std::vector<double> bin_edges(double z_lo, double res, std::uint32_t n_bins);
+void rasterize_at(const Digest& d, double total, std::span<const double> edges, std::span<double> out,
+                  std::vector<double>& scratch);
 
 }  // namespace tessera::ragged::tdigest

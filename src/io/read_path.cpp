@@ -67,40 +67,6 @@ ReadPathProbe measure(const ByteSource& source, std::uint64_t offset, std::uint6
   return probe;
 }
 
-// A whole object copied into a kept buffer, which goes back when the source is destroyed. The
-// buffer only grows (its first `size_` bytes are the object), so reusing it clears nothing.
-class KeptCopySource final : public ByteSource {
- public:
-  KeptCopySource(const ByteSource& from, std::shared_ptr<KeptBuffers> buffers)
-      : buffers_(std::move(buffers)), buffer_(buffers_->take()), size_(from.size()), name_(from.name()) {
-    try {
-      const std::size_t n = checked_size(size_, "object size");
-      if (buffer_.size() < n) buffer_.resize(n);
-      from.read_at(0, std::span<std::byte>(buffer_.data(), n));
-    } catch (...) {
-      buffers_->give(std::move(buffer_));
-      throw;
-    }
-  }
-  ~KeptCopySource() override { buffers_->give(std::move(buffer_)); }
-  std::uint64_t size() const override { return size_; }
-  const std::string& name() const override { return name_; }
-  void read_at(std::uint64_t offset, std::span<std::byte> dst) const override {
-    check_range(*this, offset, dst.size());
-    if (!dst.empty()) std::memcpy(dst.data(), buffer_.data() + offset, dst.size());
-  }
-  const std::byte* view(std::uint64_t offset, std::uint64_t len) const override {
-    check_range(*this, offset, len);
-    return buffer_.data() + offset;
-  }
-
- private:
-  std::shared_ptr<KeptBuffers> buffers_;
-  std::vector<std::byte> buffer_;
-  std::uint64_t size_;
-  std::string name_;
-};
-
 }  // namespace
 
 std::string_view read_path_name(ReadPath path) noexcept {
@@ -150,7 +116,24 @@ std::shared_ptr<const ByteSource> read_whole_by_path(std::shared_ptr<const ByteS
                                                      const std::shared_ptr<KeptBuffers>& buffers) {
   if (!source || !source->reads_both_ways()) return source;
   if (choose_read_path(*source, 0, source->size(), scan_bytes).chosen != ReadPath::Pread) return source;
-  return std::make_shared<KeptCopySource>(*source, buffers);
+  // The copy is a memory source over a kept buffer, which goes back to `buffers` when the last
+  // user of the copy lets go (or the read fails). The buffer only grows (its first bytes are the
+  // object), so reusing it clears nothing.
+  struct Held {
+    explicit Held(std::shared_ptr<KeptBuffers> from) : buffers(std::move(from)), buffer(buffers->take()) {}
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+    ~Held() { buffers->give(std::move(buffer)); }
+    std::shared_ptr<KeptBuffers> buffers;
+    std::vector<std::byte> buffer;
+    std::unique_ptr<ByteSource> copy;  // views `buffer`
+  };
+  const auto held = std::make_shared<Held>(buffers);
+  const std::size_t n = checked_size(source->size(), "object size");
+  if (held->buffer.size() < n) held->buffer.resize(n);
+  source->read_at(0, std::span<std::byte>(held->buffer.data(), n));
+  held->copy = memory_source(std::span<const std::byte>(held->buffer.data(), n), source->name());
+  return {held, held->copy.get()};  // shares ownership of the buffer
 }
 
 }  // namespace tessera::io

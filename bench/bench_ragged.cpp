@@ -15,7 +15,8 @@
 //   (b) zstd:    open the shard object, parse its index, ZSTD-decompress every inner chunk, the
 //                same 2 threads — the floor any sweep pays. Timed both ways each round, the
 //                chunks viewed in a fresh map of the shard and copied out with pread into a
-//                reused per-thread buffer; the faster of the two is (b);
+//                reused per-thread buffer; the faster of the two is (b). Outputs go into reused
+//                buffers that are never cleared (core/kept.hpp grown_prefix);
 //   (c) cell:    read_cell of a random populated cell on the warm store (mean µs);
 //   (d) bare:    get_suffix(index) + get_range(chunk) + zstd decompress of that chunk, the same
 //                random cells — the two ranged reads read_cell must make.
@@ -37,6 +38,7 @@
 
 #include "bench_common.hpp"
 #include "tessera/codec/zstd.hpp"
+#include "tessera/core/kept.hpp"
 #include "tessera/io/read_path.hpp"
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
@@ -166,8 +168,8 @@ int run(const Args& args) {
           thread_local std::vector<std::byte> encoded, out;
           const auto s = object.stored_chunk(inner, path, encoded);
           if (!s) return;
-          out.resize(*tessera::codec::zstd_frame_content_size(*s));
-          tessera::codec::zstd_decompress_into(*s, out);
+          tessera::codec::zstd_decompress_into(
+              *s, tessera::grown_prefix(out, *tessera::codec::zstd_frame_content_size(*s)));
         });
       });
       (path == tessera::io::ReadPath::Mmap ? zstd_map : zstd_pread).push_back(seconds_since(t0));
@@ -191,8 +193,8 @@ int run(const Args& args) {
       const std::uint64_t offset = tessera::load_le<std::uint64_t>(index->bytes.data() + 16 * inner);
       const std::uint64_t nbytes = tessera::load_le<std::uint64_t>(index->bytes.data() + 16 * inner + 8);
       const auto chunk = store.get_range(kField + "/c/0", offset, nbytes);
-      out.resize(*tessera::codec::zstd_frame_content_size(chunk->bytes));
-      tessera::codec::zstd_decompress_into(chunk->bytes, out);
+      tessera::codec::zstd_decompress_into(
+          chunk->bytes, tessera::grown_prefix(out, *tessera::codec::zstd_frame_content_size(chunk->bytes)));
     }
     bare.push_back(seconds_since(t0) / static_cast<double>(sample.size()));
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tessera/core/error.hpp"
+#include "tessera/core/kept.hpp"
 
 namespace tessera::codec {
 namespace {
@@ -110,6 +111,12 @@ std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, st
 }
 
 void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_bytes, std::vector<std::byte>& out) {
+  const std::size_t n = zstd_decompress_capped_prefix(src, max_bytes, out).size();
+  out.resize(n);
+}
+
+std::span<std::byte> zstd_decompress_capped_prefix(std::span<const std::byte> src, std::uint64_t max_bytes,
+                                                   std::vector<std::byte>& out) {
   const auto too_large = [&] {
     return LimitError("zstd: decoded size exceeds the limit of " + std::to_string(max_bytes) + " bytes");
   };
@@ -118,9 +125,9 @@ void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_by
   if (declared == ZSTD_CONTENTSIZE_ERROR) throw FormatError("zstd error: not a sequence of valid zstd frames");
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN) {
     if (declared > max_bytes) throw too_large();
-    out.resize(static_cast<std::size_t>(declared));
-    zstd_decompress_into(src, out);
-    return;
+    const auto decoded = grown_prefix(out, static_cast<std::size_t>(declared));
+    zstd_decompress_into(src, decoded);
+    return decoded;
   }
   // Streaming: grow the output geometrically, never past the cap.
   ZSTD_DCtx* ctx = thread_dctx();
@@ -136,20 +143,21 @@ void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_by
   int window_log = 10;  // ZSTD_WINDOWLOG_ABSOLUTEMIN
   while (window_log < 27 && (std::uint64_t{1} << window_log) < max_bytes) ++window_log;
   check(ZSTD_DCtx_setParameter(ctx, ZSTD_d_windowLogMax, window_log), "window limit");
-  out.clear();
   ZSTD_inBuffer in{src.data(), src.size(), 0};
   std::size_t produced = 0;
+  // The part of `out` the decoder may fill: what it holds already (a reused buffer), never past the cap.
+  std::size_t room = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), max_bytes));
   for (;;) {
     std::byte probe{};
-    ZSTD_outBuffer o{out.data(), out.size(), produced};
-    if (produced == out.size()) {
+    ZSTD_outBuffer o{out.data(), room, produced};
+    if (produced == room) {
       if (produced >= max_bytes) {
         // Full at the cap: any further output byte means the cap is exceeded.
         o = ZSTD_outBuffer{&probe, 1, 0};
       } else {
-        const std::uint64_t grown = std::min<std::uint64_t>(max_bytes, std::max<std::uint64_t>(4096, produced * 2));
-        out.resize(static_cast<std::size_t>(grown));
-        o = ZSTD_outBuffer{out.data(), out.size(), produced};
+        room = static_cast<std::size_t>(
+            std::min<std::uint64_t>(max_bytes, std::max<std::uint64_t>(4096, std::uint64_t{produced} * 2)));
+        o = ZSTD_outBuffer{grown_prefix(out, room).data(), room, produced};
       }
     }
     const std::size_t in_before = in.pos;
@@ -166,7 +174,7 @@ void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_by
     if (rc == 0 && in.pos == in.size) break;
     if (in.pos == in_before && o.pos == out_before) throw FormatError("truncated zstd frame");
   }
-  out.resize(produced);
+  return {out.data(), produced};
 }
 
 std::size_t zstd_decompress_prefix(std::span<const std::byte> src, std::span<std::byte> dst) {

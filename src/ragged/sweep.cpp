@@ -27,11 +27,16 @@ namespace {
 struct SweepBuffers {
   std::vector<zarr::VlenChunk> decoded;
   std::vector<std::vector<std::byte>> encoded;
+  std::vector<std::uint64_t> words;  // an object's morton words (only ever grows)
 };
 
-std::vector<std::uint64_t> words_of(const std::vector<std::byte>& bytes) {
-  std::vector<std::uint64_t> out(bytes.size() / 8);
-  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * 8);
+// The morton words of `box`, read into the start of `words`, which only grows.
+std::span<const std::uint64_t> read_words(const zarr::Array& morton, const zarr::Box& box,
+                                          std::vector<std::uint64_t>& words) {
+  const std::size_t n = morton.box_bytes(box) / 8;
+  if (words.size() < n) words.resize(n);
+  const std::span<std::uint64_t> out(words.data(), n);
+  morton.read_box_into(box, std::as_writable_bytes(out));
   return out;
 }
 
@@ -104,11 +109,11 @@ std::optional<CellsAxis> read_axis(const RaggedArray& payload, const zarr::Array
   if (objects.empty()) return std::nullopt;
   const zarr::Box span = morton.stored_span(objects.front());
   cache.object = objects.front();
-  cache.words = words_of(morton.read_box(span));
-  const auto it = std::find_if(cache.words.begin(), cache.words.end(), [](std::uint64_t w) { return w != 0; });
-  if (it == cache.words.end()) axis_error(path, "the first stored object holds no written word");
+  const auto words = read_words(morton, span, cache.words);
+  const auto it = std::find_if(words.begin(), words.end(), [](std::uint64_t w) { return w != 0; });
+  if (it == words.end()) axis_error(path, "the first stored object holds no written word");
   const std::uint64_t anchor = *it;
-  const std::uint64_t anchor_index = span[0].begin + static_cast<std::uint64_t>(it - cache.words.begin());
+  const std::uint64_t anchor_index = span[0].begin + static_cast<std::uint64_t>(it - words.begin());
   const auto info = morton::inspect(anchor);
   if (!info || info->point) axis_error(path, "anchor word " + std::to_string(anchor) + " is not a valid area word");
 
@@ -242,13 +247,13 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
     // Morton words of the covered range, read once per object (or taken from the anchor read).
     const std::uint64_t words_begin = ospan[0].begin + first_inner * chunk_cells;
     const std::uint64_t words_end = std::min(ospan[0].end, ospan[0].begin + end_inner * chunk_cells);
-    std::vector<std::uint64_t> object_words;
+    std::span<const std::uint64_t> object_words;
     if (req.cache && req.cache->object && morton.object_shape() == a.object_shape() && *req.cache->object == object) {
       const std::uint64_t base = object[0] * object_cells;
-      object_words.assign(req.cache->words.begin() + static_cast<std::ptrdiff_t>(words_begin - base),
-                          req.cache->words.begin() + static_cast<std::ptrdiff_t>(words_end - base));
+      object_words =
+          std::span<const std::uint64_t>(req.cache->words).subspan(words_begin - base, words_end - words_begin);
     } else {
-      object_words = words_of(morton.read_box({{words_begin, words_end}}));
+      object_words = read_words(morton, {{words_begin, words_end}}, lease->words);
     }
 
     for (std::uint64_t g = first_inner; g < end_inner; g += batch_size) {
@@ -256,8 +261,7 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
       SweepBatch batch;
       batch.begin = ospan[0].begin + g * chunk_cells;
       const std::uint64_t batch_end = std::min(ospan[0].end, ospan[0].begin + g_end * chunk_cells);
-      batch.morton.assign(object_words.begin() + static_cast<std::ptrdiff_t>(batch.begin - words_begin),
-                          object_words.begin() + static_cast<std::ptrdiff_t>(batch_end - words_begin));
+      batch.morton = object_words.subspan(batch.begin - words_begin, batch_end - batch.begin);
       // The morton words of the read chunk at `start` (shorter at the axis end).
       const auto words_of_chunk = [&](std::uint64_t start) {
         const std::uint64_t off = start - batch.begin;

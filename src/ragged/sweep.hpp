@@ -27,9 +27,9 @@ struct PopulatedChunk {
 // What one step of a sweep delivers: the morton words of every covered read chunk (populated or
 // not, so masks can see observed-but-empty cells) and the populated chunks among them.
 struct SweepBatch {
-  std::uint64_t begin = 0;             // first cell of the covered range
-  std::vector<std::uint64_t> morton;   // words of [begin, begin + morton.size())
-  std::vector<PopulatedChunk> chunks;  // ascending
+  std::uint64_t begin = 0;                // first cell of the covered range
+  std::span<const std::uint64_t> morton;  // words of [begin, begin + morton.size()), valid during the call
+  std::vector<PopulatedChunk> chunks;     // ascending
 };
 
 // [begin, end) on the cells axis.
@@ -43,7 +43,7 @@ struct CellSpan {
 // sweep does not read that object twice.
 struct MortonCache {
   std::optional<zarr::Coords> object;
-  std::vector<std::uint64_t> words;  // the object's stored span
+  std::vector<std::uint64_t> words;  // the object's stored span (may hold more words after it)
 };
 
 // Reads the axis from the anchor (one LIST, one GET); nullopt when `morton` stores nothing.

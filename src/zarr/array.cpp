@@ -8,6 +8,7 @@
 
 #include "nd_runs.hpp"
 #include "tessera/core/checked.hpp"
+#include "tessera/core/kept.hpp"
 
 namespace tessera::zarr {
 namespace {
@@ -308,16 +309,30 @@ VlenChunk Array::read_vlen_chunk(const Coords& read_chunk) const {
 
 std::vector<std::byte> Array::read_box(const Box& box) const {
   require_dense("read_box");
+  std::vector<std::byte> out(box_bytes(box));
+  read_box_into(box, out);
+  return out;
+}
+
+std::size_t Array::box_bytes(const Box& box) const {
   bool ok = box.size() == rank();
   for (std::size_t d = 0; ok && d < rank(); ++d) ok = box[d].begin <= box[d].end && box[d].end <= meta_.shape[d];
   if (!ok) throw UsageError(path_ + ": box outside the array's shape " + coords_text(meta_.shape));
+  std::uint64_t elements = 1;
+  for (std::size_t d = 0; d < rank(); ++d) elements = checked_mul(elements, box[d].end - box[d].begin, "box size");
+  return checked_size(checked_mul(elements, meta_.data_type.item_size(), "box size"), "box size");
+}
 
+void Array::read_box_into(const Box& box, std::span<std::byte> out) const {
+  require_dense("read_box");
+  if (out.size() != box_bytes(box))
+    throw UsageError(path_ + ": box buffer of " + std::to_string(out.size()) + " bytes, expected " +
+                     std::to_string(box_bytes(box)));
   const std::size_t item = meta_.data_type.item_size();
   Coords box_origin(rank()), box_extent(rank());
   for (std::size_t d = 0; d < rank(); ++d) box_origin[d] = box[d].begin, box_extent[d] = box[d].end - box[d].begin;
-  std::vector<std::byte> out(checked_size(checked_mul(product(box_extent, "box size"), item, "box size"), "box size"));
   fill_chunk(out);
-  if (out.empty()) return out;
+  if (out.empty()) return;
 
   std::vector<std::byte> chunk(checked_size(read_chunk_bytes_, "chunk size"));
   // Copies the part of decoded read chunk `rc` (in `chunk`) that lies in the box.
@@ -387,7 +402,6 @@ std::vector<std::byte> Array::read_box(const Box& box) const {
       }
     }
   });
-  return out;
 }
 
 std::vector<std::byte> Array::read_all() const {
@@ -425,9 +439,9 @@ std::optional<std::span<const std::byte>> StoredObject::stored_chunk(std::uint64
   if (path != io::ReadPath::Pread) return stored_chunk(inner);
   const auto range = chunk_range(inner);
   if (!range) return std::nullopt;
-  scratch.resize(checked_size(range->nbytes, "chunk size"));
-  source_->read_at(range->offset, scratch);
-  return std::span<const std::byte>(scratch);
+  const auto bytes = grown_prefix(scratch, checked_size(range->nbytes, "chunk size"));
+  source_->read_at(range->offset, bytes);
+  return bytes;
 }
 
 void StoredObject::read_chunk(std::uint64_t inner, std::span<std::byte> out) const {

@@ -13,6 +13,7 @@
 #include "tessera/codec/checksum.hpp"
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/endian.hpp"
+#include "tessera/core/kept.hpp"
 #include "tessera/core/overloaded.hpp"
 
 namespace tessera::zarr {
@@ -64,9 +65,12 @@ bool decode_bytes_to_bytes(const CodecChain& chain, std::span<const std::byte> s
                   codec::zstd_decompress_into(cur, *exact_out);
                   return true;
                 }
-                if (in_scratch) scratch = codec::zstd_decompress_capped(cur, max_bytes);
-                else codec::zstd_decompress_capped(cur, max_bytes, scratch);  // reuses the caller's buffer
-                cur = scratch;
+                if (in_scratch) {
+                  scratch = codec::zstd_decompress_capped(cur, max_bytes);
+                  cur = scratch;
+                } else {
+                  cur = codec::zstd_decompress_capped_prefix(cur, max_bytes, scratch);  // reuses the caller's buffer
+                }
                 in_scratch = true;
               } catch (const LimitError& e) {
                 fail_at<LimitError>(chunk.key, chunk.label() + " zstd", e.what());
@@ -169,10 +173,14 @@ void decode_vlen_chunk_into(const CodecChain& chain, std::span<const std::byte> 
     fail_at<LimitError>(
         chunk.key, chunk.label(),
         "decoded size " + std::to_string(cur.size()) + " exceeds the limit of " + std::to_string(max_bytes) + " bytes");
-  // Own the framed bytes: they are in the buffer when a decoder ran, else a view of `stored`.
-  if (!framed.empty() && cur.data() == framed.data()) framed.resize(cur.size());
-  else framed.assign(cur.begin(), cur.end());
-  unframe_vlen_into(framed, count, chunk, storage.elements);
+  // Own the framed bytes: they start the buffer when a decoder ran, else they are a view of
+  // `stored`. The buffer keeps its size (see grown_prefix); the elements address its first bytes.
+  if (cur.empty() || cur.data() != framed.data()) {
+    const auto copy = grown_prefix(framed, cur.size());
+    std::copy(cur.begin(), cur.end(), copy.begin());
+    cur = copy;
+  }
+  unframe_vlen_into(cur, count, chunk, storage.elements);
   out = VlenChunk(std::move(storage.bytes), std::move(storage.elements));
 }
 

@@ -246,3 +246,48 @@ TEST(Zstd, ZstdCliDecodesOurFrames) {
 }
 
 }  // namespace
+
+namespace {
+
+using tessera::LimitError;
+using tessera::codec::zstd_decompress_capped;
+using tessera::codec::zstd_decompress_capped_prefix;
+
+// A reused buffer keeps its size: each decode lands in its first bytes, whether the frames declare
+// their sizes (one-shot) or not (streaming), and the plain form still resizes to the decoded size.
+TEST(Zstd, CappedPrefixReusesABufferWithoutShrinkingIt) {
+  const auto big = sample(300000, 1), small = sample(5000, 2);
+  std::vector<std::byte> buffer;
+  for (const bool sized : {true, false}) {
+    SCOPED_TRACE(sized ? "sizes declared" : "streaming");
+    const ZstdOptions options{.level = 3, .content_size = sized};
+    const auto got_big = zstd_decompress_capped_prefix(zstd_compress(big, options), 1 << 20, buffer);
+    EXPECT_EQ(std::vector<std::byte>(got_big.begin(), got_big.end()), big);
+    const std::size_t grown = buffer.size();
+    EXPECT_GE(grown, big.size());
+    const auto got_small = zstd_decompress_capped_prefix(zstd_compress(small, options), 1 << 20, buffer);
+    EXPECT_EQ(got_small.data(), buffer.data());
+    EXPECT_EQ(std::vector<std::byte>(got_small.begin(), got_small.end()), small);
+    EXPECT_EQ(buffer.size(), grown);  // not shrunk: the next large decode clears nothing again
+    std::vector<std::byte> exact = buffer;
+    zstd_decompress_capped(zstd_compress(small, options), 1 << 20, exact);
+    EXPECT_EQ(exact, small);
+  }
+}
+
+// The cap holds even when the reused buffer is already larger than it: a buffer grown by an
+// earlier, larger cap must not let a streaming decode write past this call's limit.
+TEST(Zstd, CappedPrefixKeepsTheCapInALargerBuffer) {
+  const auto data = sample(100000, 3);
+  std::vector<std::byte> buffer(1 << 20);
+  for (const bool sized : {true, false}) {
+    SCOPED_TRACE(sized ? "sizes declared" : "streaming");
+    const auto frame = zstd_compress(data, {.level = 3, .content_size = sized});
+    EXPECT_THROW(zstd_decompress_capped_prefix(frame, data.size() - 1, buffer), LimitError);
+    const auto at_cap = zstd_decompress_capped_prefix(frame, data.size(), buffer);
+    EXPECT_EQ(std::vector<std::byte>(at_cap.begin(), at_cap.end()), data);
+    EXPECT_EQ(buffer.size(), std::size_t{1} << 20);
+  }
+}
+
+}  // namespace

@@ -2,6 +2,8 @@
 // with its storage; no more than the limit is kept; a lease gives back on every exit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -63,6 +65,26 @@ TEST(Kept, ConcurrentLeasesEachGetTheirOwnValue) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(kept.take().size(), 16u);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Kept, GrownPrefixOnlyGrowsTheBuffer) {
+  std::vector<std::byte> buffer;
+  auto first = tessera::grown_prefix(buffer, 100);
+  EXPECT_EQ(first.size(), 100u);
+  EXPECT_EQ(buffer.size(), 100u);
+  std::fill(first.begin(), first.end(), std::byte{7});
+  const auto smaller = tessera::grown_prefix(buffer, 10);
+  EXPECT_EQ(smaller.size(), 10u);
+  EXPECT_EQ(smaller.data(), buffer.data());
+  EXPECT_EQ(buffer.size(), 100u);
+  EXPECT_EQ(buffer[99], std::byte{7});  // what lies past the prefix is left as it was
+  EXPECT_EQ(tessera::grown_prefix(buffer, 150).size(), 150u);
+  EXPECT_EQ(buffer.size(), 150u);
+  EXPECT_EQ(buffer[99], std::byte{7});
 }
 
 }  // namespace

@@ -414,6 +414,59 @@ TEST(RaggedTensors, FusedDigestKernelsEqualTheSeparateSteps) {
   }
 }
 
+// The checked decode folds the rules into one flag: a broken row of any kind must be found
+// wherever it sits (first, middle or last row; the unsorted rule against the row before), with
+// validate's message, and digests that keep the rules (ties between means included) must decode as
+// the plain decode does.
+TEST(RaggedTensors, CheckedDecodeFindsABrokenRowAtEveryPosition) {
+  const auto payload_of = [](const std::vector<std::pair<float, float>>& rows) {
+    std::vector<std::byte> b(rows.size() * 8);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      std::memcpy(b.data() + 8 * i, &rows[i].first, 4);
+      std::memcpy(b.data() + 8 * i + 4, &rows[i].second, 4);
+    }
+    return b;
+  };
+  const std::vector<std::pair<float, float>> breaks{{NAN, 1.0f},      {INFINITY, 1.0f}, {-INFINITY, 1.0f},
+                                                    {0.0f, 0.0f},     {0.0f, -2.0f},    {0.0f, NAN},
+                                                    {0.0f, INFINITY}, {-100.0f, 1.0f}};  // the last: unsorted
+  std::size_t cases = 0;
+  for (std::size_t n = 1; n <= 13; ++n) {
+    std::vector<std::pair<float, float>> rows;
+    for (std::size_t i = 0; i < n; ++i)
+      rows.emplace_back(static_cast<float>(i / 2) - 3.0f, 1.0f + static_cast<float>(i));
+    const auto good = payload_of(rows);
+    tdigest::Digest d;
+    tdigest::decode_checked_into(good, "cell", d);
+    const tdigest::Digest plain = tdigest::decode(good, "cell");
+    EXPECT_EQ(d.means, plain.means);
+    EXPECT_EQ(d.weights, plain.weights);
+    for (std::size_t at = 0; at < n; ++at) {
+      for (const auto& [mean, weight] : breaks) {
+        if (at == 0 && mean == -100.0f) continue;  // the first row has nothing before it
+        auto broken = rows;
+        broken[at] = {std::isfinite(mean) && mean != -100.0f ? rows[at].first : mean, weight};
+        const auto payload = payload_of(broken);
+        std::string want, got;
+        try {
+          tdigest::validate(tdigest::decode(payload, "cell"), "cell");
+        } catch (const FormatError& e) {
+          want = e.what();
+        }
+        try {
+          tdigest::decode_checked_into(payload, "cell", d);
+        } catch (const FormatError& e) {
+          got = e.what();
+        }
+        ASSERT_FALSE(want.empty()) << n << " rows, row " << at;
+        EXPECT_EQ(got, want) << n << " rows, row " << at;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_GT(cases, 600u);
+}
+
 // A sweep reuses its buffers: decoded chunks from batch to batch, and the tensors and masks a sink
 // leaves in its blocks, kept for the process's next sweep too. None of it may leak into a later
 // block: a leaf of many batches read whole (sinks that keep, copy or half-keep their blocks; 1 and

@@ -402,6 +402,8 @@ TEST(ZarrFixtures, OpenRefusesMissingMetadataGroupsAndBadPaths) {
   EXPECT_THROW(count.read_box({{3, 17}}), UsageError);
   EXPECT_THROW(count.read_vlen_chunk({0}), UsageError);
   EXPECT_EQ(count.read_box({{5, 5}}).size(), 0u);
+  std::vector<std::byte> short_buffer(count.box_bytes({{0, 5}}) - 1);
+  EXPECT_THROW(count.read_box_into({{0, 5}}, short_buffer), UsageError);
 }
 
 }  // namespace

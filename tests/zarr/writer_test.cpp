@@ -229,6 +229,10 @@ TEST(ZarrWriter, RandomGeometriesReadBackWholeAndByBoxes) {
         want.insert(want.end(), all.begin() + flat * item, all.begin() + (flat + 1) * item);
       }
       EXPECT_EQ(got, want);
+      // The same into a caller's buffer holding other bytes (every element is written, fill included).
+      std::vector<std::byte> reused(reader.box_bytes(box), std::byte{0xAB});
+      reader.read_box_into(box, reused);
+      EXPECT_EQ(reused, want);
     }
     // Single read chunks: 2 GETs at most when sharded, 1 otherwise.
     for (std::uint64_t trial = 0; trial < 10; ++trial) {

@@ -35,6 +35,10 @@ std::vector<std::byte> zstd_decompress_capped(std::span<const std::byte> src, st
 // chunks into one buffer allocates, and faults in, no new memory once the buffer has grown.
 // `src` must not lie inside `out`.
 void zstd_decompress_capped(std::span<const std::byte> src, std::uint64_t max_bytes, std::vector<std::byte>& out);
+// The same into the start of `out`, which only grows (see grown_prefix in core/kept.hpp); returns
+// the decoded bytes. A buffer reused this way is not cleared again each time it grows back.
+std::span<std::byte> zstd_decompress_capped_prefix(std::span<const std::byte> src, std::uint64_t max_bytes,
+                                                   std::vector<std::byte>& out);
 
 // Decodes the first bytes of the zstd frame(s) in `src` into `dst`, streaming, and returns how
 // many were produced: dst.size(), or fewer when the frames decode to less. Lets a reader check the

@@ -128,6 +128,10 @@ class Array {
   std::vector<std::byte> read_chunk(const Coords& read_chunk) const;
   // The elements of `box` (dense types), C order. UsageError for a box outside the shape.
   std::vector<std::byte> read_box(const Box& box) const;
+  // The same into `out` of exactly box_bytes(box) (UsageError otherwise), so a reader can reuse
+  // its buffer.
+  void read_box_into(const Box& box, std::span<std::byte> out) const;
+  std::size_t box_bytes(const Box& box) const;
   std::vector<std::byte> read_all() const;
   // One vlen read chunk: read_chunk_elements() byte strings.
   VlenChunk read_vlen_chunk(const Coords& read_chunk) const;
@@ -175,8 +179,8 @@ class StoredObject {
   // How a scan of every chunk of this object reaches them (io::choose_read_path over the object):
   // Mmap for bytes in memory; for a local file, whichever this machine makes cheaper.
   io::ReadPath scan_read_path() const;
-  // The same bytes by `path`: viewed in place (Mmap), or copied with pread into `scratch`, whose
-  // storage is reused from call to call (Pread).
+  // The same bytes by `path`: viewed in place (Mmap), or copied with pread into the start of
+  // `scratch`, whose storage is reused from call to call and only ever grows (Pread).
   std::optional<std::span<const std::byte>> stored_chunk(std::uint64_t inner, io::ReadPath path,
                                                          std::vector<std::byte>& scratch) const;
   void read_chunk(std::uint64_t inner, std::span<std::byte> out) const;

@@ -56,6 +56,8 @@ void check_vlen_prefix(std::span<const std::byte> prefix, std::uint64_t frame_si
 class VlenChunk {
  public:
   VlenChunk() = default;
+  // `framed` may hold more bytes than the elements address (a decode buffer reused from a larger
+  // chunk keeps its size).
   VlenChunk(std::vector<std::byte> framed, std::vector<VlenElementRef> elements)
       : bytes_(std::move(framed)), elements_(std::move(elements)) {}
   // `count` empty elements: what an absent chunk reads as.

@@ -131,6 +131,7 @@ class Array {
   // The same into `out` of exactly box_bytes(box) (UsageError otherwise), so a reader can reuse
   // its buffer.
   void read_box_into(const Box& box, std::span<std::byte> out) const;
+  // The byte size of `box`'s elements. UsageError for a box outside the shape.
   std::size_t box_bytes(const Box& box) const;
   std::vector<std::byte> read_all() const;
   // One vlen read chunk: read_chunk_elements() byte strings.

@@ -6,7 +6,9 @@
 // cells (order-13 chunks, 64 × 64 tensors); about 20 % of the cells hold a t-digest of 10–500
 // centroids (integer weights, sorted means that fit 128 bins of 0.5); `morton` holds every cell
 // of every written chunk. Codecs as zagg writes them: vlen-bytes + zstd level 3 inside
-// sharding_indexed with a CRC-32C index.
+// sharding_indexed with a CRC-32C index. The leaf is committed with a coverage bitmap of its
+// populated cells, as zagg and `tessera ragged build` commit theirs, so masks take the
+// exact-occupancy path a real leaf takes.
 //
 //   (a) sweep:   RaggedField::read_tensors over the whole leaf (n_bins 128, uint32), 2 threads,
 //                into a sink that reads each block and keeps nothing (so the reader recycles the
@@ -100,9 +102,10 @@ Args parse_args(int argc, char** argv) {
 
 int run(const Args& args) {
   const fs::path hive = args.data_dir / "ragged-hive";
-  const ragged::SynthLeafOptions synth;  // order 19 cells, shard order 9, 4096-cell chunks, ~20 %
+  ragged::SynthLeafOptions synth;  // order 19 cells, shard order 9, 4096-cell chunks, ~20 %
+  synth.stamp = true;              // committed, with its coverage bitmap, as a writer leaves it
   const fs::path leaf = hive / ragged::hive::leaf_path(ragged::morton::parse_decimal(synth.shard_decimal));
-  if (!fs::exists(leaf / "19/h_tdigest/c/0")) {
+  if (!fs::exists(leaf / "19/h_tdigest/c/0") || !fs::exists(leaf / "coverage.moc")) {
     std::printf("generating the production-geometry leaf in %s …\n", leaf.c_str());
     fs::create_directories(hive);
     tessera::io::DirectoryStore hive_store(hive.string());

@@ -286,6 +286,29 @@ bool has_exact_occupancy(const io::Store& store) {
   return env.encoding == hive::CoverageEnvelope::Encoding::Bitmap && env.sidecar && store.exists(*env.sidecar);
 }
 
+bool OccupancyCursor::observed(std::uint64_t word) noexcept {
+  if (occupancy_.kind != Occupancy::Kind::Bitmap) return occupancy_.kind == Occupancy::Kind::Full;
+  if (word == 0) return false;
+  const auto begin = occupancy_.occupied.begin(), end = occupancy_.occupied.end();
+  if (at_ != begin && *(at_ - 1) >= word) {
+    at_ = std::lower_bound(begin, at_, word);  // out of order: search what lies before
+  } else {
+    // Every word before at_ is below `word`: gallop forward in steps of 1, 2, 4, … until one
+    // reaches it, then search the last step.
+    std::ptrdiff_t step = 1;
+    while (at_ != end && *at_ < word) {
+      const auto next = end - at_ > step ? at_ + step : end;
+      if (next == end || *next >= word) {
+        at_ = std::lower_bound(at_ + 1, next, word);
+        break;
+      }
+      at_ = next;
+      step *= 2;
+    }
+  }
+  return at_ != end && *at_ == word;
+}
+
 Occupancy read_occupancy(const io::Store& store, const CellsAxis& axis) {
   Occupancy occ;
   const auto stamp = hive::read_commit_stamp(store);

@@ -10,6 +10,7 @@
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/hive.hpp"
+#include "tessera/ragged/hive_writer.hpp"
 #include "tessera/ragged/leaf_meta.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/zarr/array_writer.hpp"
@@ -136,6 +137,20 @@ SynthLeafReport synth_hive(io::Store& hive_root, const SynthLeafOptions& o) {
   zarr::ArrayWriter morton_writer(hive_root, group + "/morton", leaf::dense_array(axis, "uint64", Json(0)));
   morton_writer.write_metadata();
   morton_writer.write_dense_object({0}, words);
+
+  if (o.stamp) {
+    std::vector<std::uint64_t> occupied;
+    for (std::uint64_t rank = 0; rank < report.cells; ++rank)
+      if (!views[rank].empty()) occupied.push_back(rank);
+    hive::StampSpec stamp;
+    stamp.cells_with_data = report.populated;
+    stamp.written_at = "2026-01-01T00:00:00+00:00";  // fixed: the same seed gives the same bytes
+    stamp.cell_order = o.cell_order;
+    stamp.box = hive::morton_box(shard, depth, occupied);
+    stamp.sidecar = hive::encode_sidecar(occupied, depth);
+    hive_root.put(report.leaf_key + "/coverage.moc", stamp.sidecar->object);
+    zarr::write_group(hive_root, report.leaf_key, {Json{{"morton_hive_commit", hive::stamp_document(stamp)}}});
+  }
   return report;
 }
 

@@ -232,14 +232,9 @@ void compute_block(const BlockContext& ctx, const BlockView& block, bool inner_p
   out.mask.assign(checked_size(cells, "mask"), 0);
 
   // 7. the mask base from exact occupancy
-  const Occupancy& occ = *ctx.occupancy;
+  OccupancyCursor occupancy(*ctx.occupancy);
   for (std::uint64_t r = 0; r < cells; ++r) {
-    bool observed = occ.kind == Occupancy::Kind::Full;
-    if (occ.kind == Occupancy::Kind::Bitmap) {
-      const std::uint64_t word = block.morton[r];
-      observed = word != 0 && std::binary_search(occ.occupied.begin(), occ.occupied.end(), word);
-    }
-    if (observed) {
+    if (occupancy.observed(block.morton[r])) {
       const auto rc = morton::rank_to_rowcol(r);
       out.mask[static_cast<std::size_t>(rc.row) * out.side + rc.col] = 1;
     }

@@ -1,12 +1,16 @@
 // morton-hive pieces (spec §4) and toc words (spec §3.8) against the conformance data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "support.hpp"
 #include "support/testing.hpp"
 #include "tessera/codec/zstd.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/hive.hpp"
 #include "tessera/ragged/morton.hpp"
+#include "tessera/ragged/ragged_field.hpp"
 #include "tessera/ragged/toc.hpp"
 
 namespace tessera::ragged {
@@ -201,6 +205,43 @@ TEST(Toc, SpecWorkedExampleAndFixtureWords) {
   EXPECT_EQ(toc::from_gps_ns(0), toc::kGpsEpochNs);
   EXPECT_TRUE(toc::overlaps(a, 1ull << 40, (1ull << 40) + 1));
   EXPECT_FALSE(toc::overlaps(a, 0, 1ull << 40));
+}
+
+// A cursor answers as membership in the occupied words does, whatever order the words come in:
+// ascending (a block's words, one gallop per word), descending and shuffled (each word before the
+// last found is searched from the start), repeated, unwritten (0), and past either end.
+TEST(RaggedOccupancy, CursorAnswersAsMembershipInAnyOrder) {
+  Occupancy bitmap;
+  bitmap.kind = Occupancy::Kind::Bitmap;
+  for (std::uint64_t w = 5; w < 5000; w += 3 + w % 7) bitmap.occupied.push_back(w);
+  const auto member = [&](std::uint64_t w) {
+    return w != 0 && std::binary_search(bitmap.occupied.begin(), bitmap.occupied.end(), w);
+  };
+  std::vector<std::uint64_t> words;
+  for (std::uint64_t w = 0; w < 5100; ++w) words.push_back(w);
+  std::vector<std::vector<std::uint64_t>> orders{words, {words.rbegin(), words.rend()}, words, {7, 7, 7, 0, 8, 5}};
+  std::shuffle(orders[2].begin(), orders[2].end(), std::mt19937(4));
+  std::size_t observed = 0;
+  for (const auto& order : orders) {
+    OccupancyCursor cursor(bitmap);
+    for (const std::uint64_t w : order) {
+      ASSERT_EQ(cursor.observed(w), member(w)) << "word " << w;
+      observed += member(w);
+    }
+  }
+  EXPECT_EQ(observed, 3 * bitmap.occupied.size() + 1);
+  Occupancy empty;
+  empty.kind = Occupancy::Kind::Bitmap;
+  OccupancyCursor none_occupied(empty);
+  EXPECT_FALSE(none_occupied.observed(5));
+  Occupancy full;
+  full.kind = Occupancy::Kind::Full;
+  OccupancyCursor every(full);
+  EXPECT_TRUE(every.observed(0));
+  EXPECT_TRUE(every.observed(12345));
+  const Occupancy no_occupancy;  // Kind::None: the 2-state mask
+  OccupancyCursor unknown(no_occupancy);
+  EXPECT_FALSE(unknown.observed(5));
 }
 
 }  // namespace

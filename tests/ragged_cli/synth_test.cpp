@@ -74,6 +74,36 @@ TEST(RaggedSynth, SameSeedSameBytesOtherSeedOtherBytes) {
   EXPECT_NE(a, c);
 }
 
+// A stamped leaf is committed as a writer commits it: exact occupancy from its coverage bitmap of
+// the populated cells, which changes no tensor (every populated cell is 2 either way, and no cell
+// is observed without a digest).
+TEST(RaggedSynth, StampedLeafHasExactOccupancyAndTheSameTensors) {
+  TempDir dir;
+  io::DirectoryStore plain_hive((dir / "plain").string()), stamped_hive((dir / "stamped").string());
+  SynthLeafOptions o = small();
+  const SynthLeafReport report = synth_hive(plain_hive, o);
+  o.stamp = true;
+  const SynthLeafReport stamped_report = synth_hive(stamped_hive, o);
+  EXPECT_EQ(stamped_report.populated, report.populated);
+  io::DirectoryStore plain((dir / "plain" / report.leaf_key).string()),
+      stamped((dir / "stamped" / report.leaf_key).string());
+  EXPECT_FALSE(has_exact_occupancy(plain));
+  EXPECT_TRUE(has_exact_occupancy(stamped));
+  const StoreVerifyReport verified = verify_store(stamped);
+  EXPECT_TRUE(verified.ok()) << (verified.failures.empty() ? "" : verified.failures[0].message);
+  const auto plain_blocks = RaggedField::open(plain, "13/h_tdigest").read_tensors();
+  const auto stamped_blocks = RaggedField::open(stamped, "13/h_tdigest").read_tensors();
+  ASSERT_EQ(stamped_blocks.size(), plain_blocks.size());
+  std::uint64_t populated = 0;
+  for (std::size_t i = 0; i < plain_blocks.size(); ++i) {
+    EXPECT_EQ(stamped_blocks[i].tensor, plain_blocks[i].tensor);
+    EXPECT_EQ(stamped_blocks[i].mask, plain_blocks[i].mask);
+    EXPECT_EQ(stamped_blocks[i].observed_empty, 0u);
+    populated += stamped_blocks[i].populated;
+  }
+  EXPECT_EQ(populated, report.populated);
+}
+
 TEST(RaggedSynth, InconsistentOrdersAreUsageErrors) {
   TempDir dir;
   io::DirectoryStore hive(dir.path().string());

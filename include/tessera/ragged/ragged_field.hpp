@@ -167,6 +167,22 @@ struct Occupancy {
   int cell_order = 0;                   // Bitmap/Full: the envelope's cell order (when given)
 };
 
+// Whether cells are observed, looked up word by word for words that mostly come in ascending
+// order, as a block's words do: each lookup gallops forward from the one before (about one
+// comparison per cell) instead of a binary search of the whole leaf's occupancy, and a word
+// before the last one found is searched from the start. Full: every cell; None: none; Bitmap:
+// written words (not 0) in `occupied`. The occupancy must outlive the cursor.
+class OccupancyCursor {
+ public:
+  explicit OccupancyCursor(const Occupancy& occupancy) noexcept
+      : occupancy_(occupancy), at_(occupancy.occupied.begin()) {}
+  bool observed(std::uint64_t word) noexcept;
+
+ private:
+  const Occupancy& occupancy_;
+  std::vector<std::uint64_t>::const_iterator at_;  // the lower bound of the last word looked up
+};
+
 // True iff the store root carries a stamp whose coverage envelope passes the gate and is
 // `full`, or `bitmap` with an existing sidecar. One stamp read plus (bitmap) one HEAD.
 bool has_exact_occupancy(const io::Store& store);

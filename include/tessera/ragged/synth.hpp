@@ -28,6 +28,10 @@ struct SynthLeafOptions {
   std::uint64_t seed = 1;
   std::string field = "h_tdigest";
   std::string shard_decimal = "4331421321";  // must have shard_order digits after the base digit
+  // Also write the commit stamp a writer's commit writes (spec §4.3): a `coverage.moc` bitmap of
+  // the populated cells, so readers take the exact-occupancy path as on a real leaf. Off by
+  // default: an unstamped leaf is not a committed leaf (`ragged.leaves` skips it).
+  bool stamp = false;
 };
 
 struct SynthLeafReport {

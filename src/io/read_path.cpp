@@ -130,9 +130,9 @@ std::shared_ptr<const ByteSource> read_whole_by_path(std::shared_ptr<const ByteS
   };
   const auto held = std::make_shared<Held>(buffers);
   const std::size_t n = checked_size(source->size(), "object size");
-  if (held->buffer.size() < n) held->buffer.resize(n);
-  source->read_at(0, std::span<std::byte>(held->buffer.data(), n));
-  held->copy = memory_source(std::span<const std::byte>(held->buffer.data(), n), source->name());
+  const std::span<std::byte> bytes = grown_prefix(held->buffer, n);
+  source->read_at(0, bytes);
+  held->copy = memory_source(bytes, source->name());
   return {held, held->copy.get()};  // shares ownership of the buffer
 }
 

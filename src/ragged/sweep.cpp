@@ -33,9 +33,7 @@ struct SweepBuffers {
 // The morton words of `box`, read into the start of `words`, which only grows.
 std::span<const std::uint64_t> read_words(const zarr::Array& morton, const zarr::Box& box,
                                           std::vector<std::uint64_t>& words) {
-  const std::size_t n = morton.box_bytes(box) / 8;
-  if (words.size() < n) words.resize(n);
-  const std::span<std::uint64_t> out(words.data(), n);
+  const std::span<std::uint64_t> out = grown_prefix(words, morton.box_bytes(box) / 8);
   morton.read_box_into(box, std::as_writable_bytes(out));
   return out;
 }

@@ -63,11 +63,12 @@ class KeptLease {
   T value_;
 };
 
-// The first `n` bytes of `buffer`, grown first when it holds fewer. A buffer reused across calls
-// this way is zero-filled only where it grows past its largest size so far. Resized to each
+// The first `n` elements of `buffer`, grown first when it holds fewer. A buffer reused across
+// calls this way is zero-filled only where it grows past its largest size so far. Resized to each
 // call's exact size instead, it would be cleared again wherever it grows back: for a sweep's
 // decode buffers, a tenth of the sweep's CPU spent clearing bytes that are overwritten at once.
-inline std::span<std::byte> grown_prefix(std::vector<std::byte>& buffer, std::size_t n) {
+template <typename T>
+std::span<T> grown_prefix(std::vector<T>& buffer, std::size_t n) {
   if (buffer.size() < n) buffer.resize(n);
   return {buffer.data(), n};
 }

@@ -40,6 +40,11 @@ struct BuildArgs {
   std::string field = "h_tdigest";
   double delta = 8192;
   bool located = false, timed = false, stats = false, unsharded = false;
+  // From a config with `build_tdigest_where` strata or a composition array (zagg's strata products).
+  bool plain_field = true;
+  bool delta_given = false;  // --delta on the command line: it overrides the strata's deltas too
+  std::vector<ragged::FieldSpec> strata;
+  std::optional<ragged::CompositionSpec> composition;
   std::optional<std::string> per_cell_time;
   std::string stats_prefix = "h";
   std::optional<std::string> valid_range;
@@ -74,8 +79,12 @@ void apply_config(const CLI::App& cmd, BuildArgs& a, const ragged::zagg::Config&
   if (unset("--stats-prefix")) a.stats_prefix = c.stats_prefix;
   if (unset("--field")) a.field = c.field;
   if (unset("--delta")) a.delta = c.delta;
+  a.delta_given = !unset("--delta");
   if (unset("--located")) a.located = c.located;
   if (unset("--value-col")) a.o.value_col = c.value_variable;
+  a.plain_field = c.plain_field;
+  a.strata = c.strata;
+  a.composition = c.composition;
   if (unset("--sigma-col") && c.sigma_variable) a.o.sigma_col = c.sigma_variable;
   if (unset("--time-col") && c.time_variable) {
     a.o.time_col = c.time_variable;  // granules give toc words; other inputs GPS nanoseconds
@@ -138,7 +147,18 @@ ragged::build::BuildOptions options_of(BuildArgs& a) {
   if (field.flux) field.gain = codec::json::Json{{"name", *a.gain_name}, {"version", *a.gain_version}};
   field.located = a.located;
   field.timed = a.o.time_col.has_value();
-  o.leaf.fields = {field};
+  o.leaf.fields.clear();
+  if (a.plain_field) o.leaf.fields.push_back(field);
+  // A config's strata share the flags that shape every field; --delta and --located override theirs.
+  for (ragged::FieldSpec stratum : a.strata) {
+    stratum.flux = field.flux;
+    stratum.gain = field.gain;
+    stratum.timed = field.timed;
+    if (a.delta_given) stratum.delta = a.delta;
+    stratum.located = stratum.located || a.located;
+    o.leaf.fields.push_back(std::move(stratum));
+  }
+  o.leaf.composition = a.composition;
   o.leaf.stats.enabled = a.stats;
   o.leaf.stats.prefix = a.stats_prefix;
   o.leaf.stats.sigma = a.o.sigma_col.has_value();

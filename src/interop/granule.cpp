@@ -116,7 +116,8 @@ bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan
     d.read(std::span(origin, d.shape().size()), std::span(extent, d.shape().size()), std::span(&value_read, 1));
     epoch = value_read;
   }
-  std::vector<std::vector<double>> filter_values(plan.filters.size());
+  std::vector<std::vector<double>> filter_values(plan.filters.size()), extra_values(plan.columns.size());
+  std::vector<std::vector<double>*> extra_out(plan.columns.size());
   for (const std::string& group : plan.groups) {
     const std::string lat_path = substitute(plan.latitude, group);
     if (h5.kind(lat_path) == Hdf5Kind::Missing) continue;  // this beam is not in the granule
@@ -125,13 +126,15 @@ bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan
     std::optional<Column> sigma_col, time_col;
     if (plan.sigma) sigma_col.emplace(h5, substitute(*plan.sigma, group), std::nullopt);
     if (plan.time) time_col.emplace(h5, substitute(*plan.time, group), std::nullopt);
-    std::vector<Column> filter_cols;
+    std::vector<Column> filter_cols, extra_cols;
     for (const RowFilter& f : plan.filters) filter_cols.emplace_back(h5, substitute(f.dataset, group), f.column);
+    for (const auto& c : plan.columns) extra_cols.emplace_back(h5, substitute(c.dataset, group), c.column);
     const std::uint64_t rows = lat_col.rows();
     std::vector<const Column*> all = {&lon_col, &value_col};
     if (sigma_col) all.push_back(&*sigma_col);
     if (time_col) all.push_back(&*time_col);
     for (const Column& c : filter_cols) all.push_back(&c);
+    for (const Column& c : extra_cols) all.push_back(&c);
     for (const Column* c : all)
       if (c->rows() != rows)
         throw FormatError(path + ": \"" + c->path() + "\" has " + std::to_string(c->rows()) + " rows, \"" + lat_path +
@@ -145,6 +148,10 @@ bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan
       if (sigma_col) sigma_col->read(first, n, sigma);
       if (time_col) time_col->read(first, n, seconds);
       for (std::size_t f = 0; f < filter_cols.size(); ++f) filter_cols[f].read(first, n, filter_values[f]);
+      for (std::size_t e = 0; e < extra_cols.size(); ++e) {
+        extra_cols[e].read(first, n, extra_values[e]);
+        extra_out[e] = &block.extra[plan.columns[e].name];  // afresh: a flushed block's columns were moved out
+      }
       for (std::size_t i = 0; i < n; ++i) {
         ++row;
         bool kept = true;
@@ -164,6 +171,7 @@ bool read_granule(const std::string& path, const ragged::zagg::GranulePlan& plan
         block.value.push_back(value[i]);
         if (sigma_col) block.sigma.push_back(sigma[i]);
         if (time_col) block.time.push_back(toc_of(epoch + seconds[i]));
+        for (std::size_t e = 0; e < extra_cols.size(); ++e) extra_out[e]->push_back(extra_values[e][i]);
       }
       if (block.size() >= block_rows) flush();
     }

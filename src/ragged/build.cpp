@@ -23,6 +23,7 @@
 
 #include "build_input.hpp"
 #include "cell_stats.hpp"
+#include "row_classes.hpp"
 #include "tessera/codec/checksum.hpp"
 #include "tessera/core/checked.hpp"
 #include "tessera/core/endian.hpp"
@@ -58,6 +59,7 @@ std::string semantic_hash(const LeafSpec& leaf) {
               {"timed", f.timed},
               {"delta", f.delta}};
     if (f.flux && f.gain) j["gain"] = *f.gain;
+    if (!f.where.empty()) j["where"] = f.where;  // absent for every-row fields: their hashes are unchanged
     fields.push_back(std::move(j));
   }
   Json doc = {{"writer", "tessera-ragged/1"},
@@ -68,19 +70,25 @@ std::string semantic_hash(const LeafSpec& leaf) {
               {"fields", fields}};
   if (leaf.stats.enabled) doc["stats"] = {{"prefix", leaf.stats.prefix}, {"sigma", leaf.stats.sigma}};
   if (leaf.per_cell_time) doc["per_cell_time"] = *leaf.per_cell_time;
+  if (leaf.composition)
+    doc["composition"] = {{"name", leaf.composition->name},
+                          {"of", leaf.composition->of},
+                          {"threshold", leaf.composition->threshold},
+                          {"surfaces", leaf.composition->surfaces}};
   return codec::sha256_hex(codec::as_bytes(codec::json::dump(doc, codec::json::DumpOptions::python_canonical())));
 }
 
 namespace {
 
 // One accepted row as spilled: u64 order-29 NESTED id, f64 value, then f64 weight, f64 sigma,
-// u64 toc word when those columns are read.
+// u64 toc word, u64 class word (row_classes.hpp) when those are read.
 struct RecordLayout {
-  bool weight = false, sigma = false, time = false;
-  std::size_t size() const noexcept { return 16 + 8 * (std::size_t{weight} + sigma + time); }
+  bool weight = false, sigma = false, time = false, classes = false;
+  std::size_t size() const noexcept { return 16 + 8 * (std::size_t{weight} + sigma + time + classes); }
   std::size_t weight_at() const noexcept { return 16; }
   std::size_t sigma_at() const noexcept { return 16 + 8 * std::size_t{weight}; }
   std::size_t time_at() const noexcept { return 16 + 8 * (std::size_t{weight} + sigma); }
+  std::size_t classes_at() const noexcept { return 16 + 8 * (std::size_t{weight} + sigma + time); }
 };
 
 // Removes the spill directories builds left in `out`: those whose process is gone, or with
@@ -224,18 +232,34 @@ std::string describe(Fault f, const detail::RowBlock& b, std::size_t i) {
   return "";
 }
 
+// The rows of `all` whose class word puts them in field `f` (`index` of `all`'s rows), into `part`.
+template <typename T>
+void select_rows(std::span<const T> all, std::span<const std::uint64_t> words, std::size_t f, std::vector<T>& part) {
+  part.clear();
+  if (all.empty()) return;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    if (detail::RowClasses::in_field(words[i], f)) part.push_back(all[i]);
+}
+
 // The cells of one read chunk from the shard's rows, sorted by cell (`order`, `offsets`).
 ChunkData aggregate_chunk(const LeafSpec& spec, std::uint64_t chunk, const std::vector<std::byte>& records,
                           const RecordLayout& layout, const std::vector<std::uint32_t>& order,
                           const std::vector<std::uint32_t>& offsets) {
   ChunkData d = make_chunk(spec, chunk);
-  const FieldSpec& field = spec.fields.front();
   const std::vector<Stat> stats = spec.stats.stats();
   const std::uint64_t c = spec.geometry.chunk_cells();
   std::vector<double> values, weights, sigmas, scratch;
-  std::vector<std::uint64_t> locations, times;
+  std::vector<std::uint64_t> locations, times, words;
+  // A stratified field's rows of the cell.
+  std::vector<double> part_values, part_weights;
+  std::vector<std::uint64_t> part_locations, part_times;
   std::vector<float> stat_values(stats.size());
-  const bool need_times = field.timed || spec.per_cell_time.has_value();
+  const bool located =
+      std::any_of(spec.fields.begin(), spec.fields.end(), [](const FieldSpec& f) { return f.located; });
+  const bool need_times = spec.any_timed() || spec.per_cell_time.has_value();
+  std::size_t composition_of = 0;
+  if (spec.composition)
+    while (spec.fields[composition_of].name != spec.composition->of) ++composition_of;  // checked by validate
   for (std::uint64_t i = 0; i < c; ++i) {
     const std::uint64_t cell = chunk * c + i;
     const std::uint32_t begin = offsets[cell], end = offsets[cell + 1];
@@ -245,18 +269,38 @@ ChunkData aggregate_chunk(const LeafSpec& spec, std::uint64_t chunk, const std::
     sigmas.clear();
     locations.clear();
     times.clear();
+    words.clear();
     for (std::uint32_t k = begin; k < end; ++k) {
       const std::byte* r = records.data() + std::size_t{order[k]} * layout.size();
       values.push_back(load_le<double>(r + 8));
       if (layout.weight) weights.push_back(load_le<double>(r + layout.weight_at()));
       if (layout.sigma) sigmas.push_back(load_le<double>(r + layout.sigma_at()));
-      if (field.located) locations.push_back(morton::point_from_nested29(load_le<std::uint64_t>(r)));
+      if (located) locations.push_back(morton::point_from_nested29(load_le<std::uint64_t>(r)));
       if (need_times) times.push_back(load_le<std::uint64_t>(r + layout.time_at()));
+      if (layout.classes) words.push_back(load_le<std::uint64_t>(r + layout.classes_at()));
     }
     d.count[i] = static_cast<std::int32_t>(end - begin);
-    d.digests[0][i] =
-        tdigest::build(values, field.delta, weights, locations,
-                       field.timed ? std::span<const std::uint64_t>(times) : std::span<const std::uint64_t>());
+    for (std::size_t f = 0; f < spec.fields.size(); ++f) {
+      const FieldSpec& field = spec.fields[f];
+      const auto field_times = [&](const std::vector<std::uint64_t>& t) {
+        return field.timed ? std::span<const std::uint64_t>(t) : std::span<const std::uint64_t>();
+      };
+      const auto field_locations = [&](const std::vector<std::uint64_t>& l) {
+        return field.located ? std::span<const std::uint64_t>(l) : std::span<const std::uint64_t>();
+      };
+      if (field.where.empty()) {
+        d.digests[f][i] = tdigest::build(values, field.delta, weights, field_locations(locations), field_times(times));
+        continue;
+      }
+      select_rows<double>(values, words, f, part_values);
+      if (part_values.empty()) continue;  // no row of this stratum: the cell stays empty
+      select_rows<double>(weights, words, f, part_weights);
+      select_rows<std::uint64_t>(locations, words, f, part_locations);
+      select_rows<std::uint64_t>(times, words, f, part_times);
+      d.digests[f][i] = tdigest::build(part_values, field.delta, part_weights, field_locations(part_locations),
+                                       field_times(part_times));
+    }
+    if (spec.composition) d.composition[i] = detail::cell_composition(words, weights, composition_of);
     if (!stats.empty()) {
       ragged::detail::cell_stats(values, sigmas, stats, stat_values, scratch);
       for (std::size_t s = 0; s < stats.size(); ++s) d.stats[s][i] = stat_values[s];
@@ -273,11 +317,12 @@ ChunkData aggregate_chunk(const LeafSpec& spec, std::uint64_t chunk, const std::
 void check_options(const BuildOptions& o) {
   if (o.inputs.empty()) throw UsageError("ragged build: at least one --input is needed");
   if (o.value_col.empty()) throw UsageError("ragged build: --value-col is required");
-  if (o.leaf.fields.size() != 1) throw UsageError("ragged build: exactly one field is built from the value column");
-  const FieldSpec& f = o.leaf.fields.front();
-  if (f.flux != o.weight_col.has_value())
-    throw UsageError("ragged build: a flux field is built exactly when --weight-col is given");
-  if (f.timed && !o.time_col) throw UsageError("ragged build: --timed needs --time-col");
+  if (o.leaf.fields.empty()) throw UsageError("ragged build: at least one field is built from the value column");
+  for (const FieldSpec& f : o.leaf.fields) {
+    if (f.flux != o.weight_col.has_value())
+      throw UsageError("ragged build: a flux field is built exactly when --weight-col is given");
+    if (f.timed && !o.time_col) throw UsageError("ragged build: --timed needs --time-col");
+  }
   if (o.leaf.per_cell_time && !o.time_col) throw UsageError("ragged build: --per-cell-time needs --time-col");
   if (o.sigma_col && !o.leaf.stats.sigma) throw UsageError("ragged build: --sigma-col needs --stats");
   for (const double drop : o.drop_values)
@@ -336,9 +381,10 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
 
   const int threads = o.threads ? static_cast<int>(o.threads) : tbb::task_arena::automatic;
   tbb::task_arena arena(threads);
-  const detail::Columns columns{o.lat_col,    o.lon_col,   o.value_col,  o.time_col,
-                                o.weight_col, o.sigma_col, o.time_format};
-  RecordLayout layout{o.weight_col.has_value(), o.sigma_col.has_value(), o.time_col.has_value()};
+  const detail::RowClasses classes(o.leaf);
+  const detail::Columns columns{o.lat_col,    o.lon_col,   o.value_col,   o.time_col,
+                                o.weight_col, o.sigma_col, o.time_format, classes.columns()};
+  RecordLayout layout{o.weight_col.has_value(), o.sigma_col.has_value(), o.time_col.has_value(), classes.any()};
   Spill spill(out, layout.size());
 
   // Pass 1: read, geocode, check, spill.
@@ -350,6 +396,7 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
   const int shard_shift = 2 * (morton::kMaxOrder - g.shard_order);
   std::vector<std::uint64_t> ids;
   std::vector<Fault> faults;
+  std::vector<std::uint64_t> class_words;
   std::vector<std::byte> record(layout.size());
   for (std::size_t file = 0; file < o.inputs.size(); ++file) {
     const auto consume = [&](detail::RowBlock& b) {
@@ -360,6 +407,10 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
       const std::size_t n = b.size();
       ids.resize(n);
       faults.resize(n);
+      if (layout.classes) {
+        classes.check(b, o.inputs[file]);
+        class_words.resize(n);
+      }
       arena.execute([&] {
         tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 4096), [&](const tbb::blocked_range<std::size_t>& r) {
           for (std::size_t i = r.begin(); i < r.end(); ++i) {
@@ -378,6 +429,7 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
             faults[i] = f;
             if (f == Fault::Ok) ids[i] = *geo::point_nested29(b.lat[i], b.lon[i], o.leaf.latitude);
           }
+          if (layout.classes) classes.classify(b, r.begin(), r.end(), class_words);
         });
       });
       for (std::size_t i = 0; i < n; ++i) {
@@ -397,6 +449,7 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
         if (layout.weight) store_le<double>(record.data() + layout.weight_at(), b.weight[i]);
         if (layout.sigma) store_le<double>(record.data() + layout.sigma_at(), b.sigma[i]);
         if (layout.time) store_le<std::uint64_t>(record.data() + layout.time_at(), b.time[i]);
+        if (layout.classes) store_le<std::uint64_t>(record.data() + layout.classes_at(), class_words[i]);
         spill.add(ids[i] >> shard_shift, record.data());
       }
       if (progress)

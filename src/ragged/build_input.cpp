@@ -31,6 +31,7 @@ void PointBlock::clear() {
   weight.clear();
   sigma.clear();
   time.clear();
+  for (auto& [name, values] : extra) values.clear();
   dropped.clear();
 }
 
@@ -121,10 +122,17 @@ void read_csv(const std::string& path, std::size_t file_index, const Columns& c,
   const std::size_t time = c.time ? column(*c.time) : kNone;
   const std::size_t weight = c.weight ? column(*c.weight) : kNone;
   const std::size_t sigma = c.sigma ? column(*c.sigma) : kNone;
+  std::vector<std::pair<std::size_t, std::vector<double>*>> extra;
   const std::size_t width = header.size();
   RowBlock block;
   block.file = file_index;
   block.first_row = 1;
+  for (const std::string& name : c.extra) extra.emplace_back(column(name), nullptr);
+  // The extra columns' vectors, found again after each block is handed on (its columns move with it).
+  const auto resolve = [&] {
+    for (std::size_t e = 0; e < extra.size(); ++e) extra[e].second = &block.extra[c.extra[e]];
+  };
+  resolve();
   std::uint64_t row = 0;
   while (reader.next(fields)) {
     if (fields.size() == 1 && trim(fields[0]).empty()) continue;  // a blank line
@@ -139,10 +147,12 @@ void read_csv(const std::string& path, std::size_t file_index, const Columns& c,
     if (weight != kNone) block.weight.push_back(parse_number(fields[weight]));
     if (sigma != kNone) block.sigma.push_back(parse_number(fields[sigma]));
     if (time != kNone) block.time.push_back(parse_time(trim(fields[time]), c.time_format));
+    for (const auto& [at, values] : extra) values->push_back(parse_number(fields[at]));
     if (block.size() == block_rows) {
       sink(block);
       block.clear();
       block.first_row = row + 1;
+      resolve();
     }
   }
   if (block.size()) sink(block);
@@ -196,9 +206,13 @@ void read_npy_dir(const std::string& dir, std::size_t file_index, const Columns&
   }
   if (c.weight) weight = open_column(dir, *c.weight);
   if (c.sigma) sigma = open_column(dir, *c.sigma);
+  std::vector<NpyColumn> extra;
+  for (const std::string& name : c.extra) extra.push_back(open_column(dir, name));
   const std::uint64_t rows = lat.rows;
-  for (const NpyColumn* col : std::initializer_list<const NpyColumn*>{
-           &lon, &value, time ? &*time : nullptr, weight ? &*weight : nullptr, sigma ? &*sigma : nullptr})
+  std::vector<const NpyColumn*> all = {&lon, &value, time ? &*time : nullptr, weight ? &*weight : nullptr,
+                                       sigma ? &*sigma : nullptr};
+  for (const NpyColumn& col : extra) all.push_back(&col);
+  for (const NpyColumn* col : all)
     if (col && col->rows != rows) throw FormatError(dir + ": columns of different lengths", dir, "npy columns");
   RowBlock block;
   block.file = file_index;
@@ -212,6 +226,7 @@ void read_npy_dir(const std::string& dir, std::size_t file_index, const Columns&
     read_column(value, first, n, block.value);
     if (weight) read_column(*weight, first, n, block.weight);
     if (sigma) read_column(*sigma, first, n, block.sigma);
+    for (std::size_t e = 0; e < extra.size(); ++e) read_column(extra[e], first, n, block.extra[c.extra[e]]);
     if (time) {
       read_column(*time, first, n, ns);
       block.time.resize(n);

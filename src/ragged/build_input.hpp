@@ -20,6 +20,7 @@ struct Columns {
   std::string lat, lon, value;
   std::optional<std::string> time, weight, sigma;
   TimeFormat time_format = TimeFormat::Iso;
+  std::vector<std::string> extra;  // read into PointBlock::extra under their names
 };
 
 using RowBlock = PointBlock;

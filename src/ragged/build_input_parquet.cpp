@@ -83,6 +83,8 @@ void read_parquet(const std::string& path, std::size_t file_index, const Columns
   const std::size_t time = c.time ? column(*c.time) : kNone;
   const std::size_t weight = c.weight ? column(*c.weight) : kNone;
   const std::size_t sigma = c.sigma ? column(*c.sigma) : kNone;
+  std::vector<std::size_t> extra;
+  for (const std::string& name : c.extra) extra.push_back(column(name));
   if (time != kNone) {
     const ColumnType t = file.columns()[time].type;
     if (t == ColumnType::Float || t == ColumnType::Double || t == ColumnType::Bool)
@@ -100,6 +102,9 @@ void read_parquet(const std::string& path, std::size_t file_index, const Columns
     const auto read = [&](std::size_t index) { return index == kNone ? Column() : file.read_column(group, index); };
     const Column lat_col = read(lat), lon_col = read(lon), value_col = read(value);
     const Column time_col = read(time), weight_col = read(weight), sigma_col = read(sigma);
+    std::vector<Column> extra_cols;
+    extra_cols.reserve(extra.size());
+    for (const std::size_t index : extra) extra_cols.push_back(read(index));
     const std::uint64_t rows = file.row_groups()[group].num_rows;
     const auto check_length = [&](const Column& col, std::size_t index) {
       if (index != kNone && col.length != rows)
@@ -113,6 +118,7 @@ void read_parquet(const std::string& path, std::size_t file_index, const Columns
     check_length(time_col, time);
     check_length(weight_col, weight);
     check_length(sigma_col, sigma);
+    for (std::size_t e = 0; e < extra.size(); ++e) check_length(extra_cols[e], extra[e]);
     for (std::uint64_t i = 0; i < rows; ++i) {
       block.lat.push_back(number_at(lat_col, i));
       block.lon.push_back(number_at(lon_col, i));
@@ -120,6 +126,7 @@ void read_parquet(const std::string& path, std::size_t file_index, const Columns
       if (weight != kNone) block.weight.push_back(number_at(weight_col, i));
       if (sigma != kNone) block.sigma.push_back(number_at(sigma_col, i));
       if (time != kNone) block.time.push_back(time_at(time_col, i, c.time_format));
+      for (std::size_t e = 0; e < extra.size(); ++e) block.extra[c.extra[e]].push_back(number_at(extra_cols[e], i));
       ++row;
       if (block.size() == block_rows) {
         sink(block);

@@ -77,6 +77,16 @@ Json payload_attributes(const PayloadDecl& d) {
   return a;
 }
 
+const std::vector<std::string>& composition_lanes() {
+  static const std::vector<std::string> lanes = {"land",         "ocean", "sea_ice", "land_ice",
+                                                 "inland_water", "low",   "med",     "high"};
+  return lanes;
+}
+
+Json composition_declaration(const std::string& of, std::int64_t threshold) {
+  return Json{{"spec", "zagg-composition/1"}, {"lanes", composition_lanes()}, {"of", of}, {"threshold", threshold}};
+}
+
 Json companion_attributes(bool located) {
   Json a = Json::object();
   a["ragged"] = ragged_block("uint64", {});

@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-enum class Kind : std::uint8_t { Morton, Count, Stat, CellTime, Payload, Locations, Times };
+enum class Kind : std::uint8_t { Morton, Count, Stat, CellTime, Composition, Payload, Locations, Times };
 
 void check_name(const std::string& name, const char* what) {
   if (name.empty() || !io::is_valid_key(name) || name.find('/') != std::string::npos || name.front() == '.')
@@ -117,6 +117,31 @@ void LeafSpec::validate() const {
   }
   for (const Stat s : stats.stats()) claim(stats.prefix + "_" + std::string(name_of(s)), "statistics array");
   if (per_cell_time) claim(*per_cell_time, "per-cell time array");
+  if (composition) {
+    const CompositionSpec& c = *composition;
+    check_name(c.name, "composition array");  // `composition` itself is the spec's name for it
+    if (!names.insert(c.name).second)
+      throw UsageError("composition array '" + c.name + "' names another array of the leaf");
+    if (std::none_of(fields.begin(), fields.end(), [&](const FieldSpec& f) { return f.name == c.of; }))
+      throw UsageError("composition array '" + c.name + "': of '" + c.of + "' is not a field of the leaf");
+    if (c.surfaces.size() != 5)
+      throw UsageError("composition array '" + c.name +
+                       "': five surface columns are needed (land, ocean, sea_ice, "
+                       "land_ice, inland_water)");
+  }
+}
+
+std::uint64_t composition_word(std::span<const double, 8> counts, double n) {
+  if (!(n > 0)) return 0;
+  std::uint64_t word = 0;
+  for (std::size_t lane = 0; lane < 8; ++lane) {
+    const double c = counts[lane];
+    double q = std::nearbyint(255.0 * c / n);  // ties to even under the default rounding mode
+    q = std::clamp(q, 0.0, 255.0);
+    if (c > 0 && q < 1) q = 1;  // the presence floor: a nonzero lane never quantizes to 0
+    word |= static_cast<std::uint64_t>(q) << (8 * lane);
+  }
+  return word;
 }
 
 ChunkData make_chunk(const LeafSpec& spec, std::uint64_t chunk) {
@@ -127,6 +152,7 @@ ChunkData make_chunk(const LeafSpec& spec, std::uint64_t chunk) {
   d.digests.assign(spec.fields.size(), std::vector<tdigest::StoredDigest>(c));
   d.stats.assign(spec.stats.stats().size(), std::vector<float>(c, std::nanf("")));
   if (spec.per_cell_time) d.cell_times.assign(c, 0);
+  if (spec.composition) d.composition.assign(c, 0);
   return d;
 }
 
@@ -192,6 +218,12 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
   if (spec_.per_cell_time)
     add(Kind::CellTime, 0, *spec_.per_cell_time,
         leaf::dense_array(axis, "uint64", Json(0), Json{{"temporal", leaf::temporal_declaration("per-cell")}}));
+  if (spec_.composition) {
+    const CompositionSpec& c = *spec_.composition;
+    add(Kind::Composition, 0, c.name,
+        leaf::dense_array(axis, "uint64", Json(0),
+                          Json{{"composition", leaf::composition_declaration(c.of, c.threshold)}}));
+  }
   for (std::size_t f = 0; f < spec_.fields.size(); ++f) {
     const FieldSpec& field = spec_.fields[f];
     leaf::PayloadDecl decl;
@@ -199,7 +231,10 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
     decl.gain = field.gain;
     if (field.located) decl.locations = field.locations_name();
     if (field.timed) decl.times = field.times_name();
-    add(Kind::Payload, f, field.name, leaf::ragged_array(axis, leaf::payload_attributes(decl)));
+    Json attributes = leaf::payload_attributes(decl);
+    for (const auto& [key, value] : field.extra_attributes.items())
+      if (!attributes.contains(key)) attributes[key] = value;
+    add(Kind::Payload, f, field.name, leaf::ragged_array(axis, std::move(attributes)));
     if (field.located)
       add(Kind::Locations, f, field.locations_name(), leaf::ragged_array(axis, leaf::companion_attributes(true)));
     if (field.timed)
@@ -269,9 +304,14 @@ EncodedChunk LeafWriter::encode(const ChunkData& d) const {
         for (std::uint64_t i = 0; i < c; ++i) store_le<float>(dense.data() + 4 * i, d.stats[e.index][i]);
         break;
       case Kind::CellTime:
+      case Kind::Composition: {
+        const auto& words = e.kind == Kind::CellTime ? d.cell_times : d.composition;
+        // A chunk of fill words is not written (zagg omits an all-zero composition chunk).
+        if (std::all_of(words.begin(), words.end(), [](std::uint64_t w) { return w == 0; })) continue;
         dense.resize(c * 8);
-        for (std::uint64_t i = 0; i < c; ++i) store_le<std::uint64_t>(dense.data() + 8 * i, d.cell_times[i]);
+        for (std::uint64_t i = 0; i < c; ++i) store_le<std::uint64_t>(dense.data() + 8 * i, words[i]);
         break;
+      }
       case Kind::Payload:
       case Kind::Locations:
       case Kind::Times:

@@ -9,6 +9,7 @@
 #include "tessera/core/endian.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/ragged/hive.hpp"
+#include "tessera/ragged/leaf_meta.hpp"
 #include "tessera/ragged/morton.hpp"
 #include "tessera/ragged/ragged_array.hpp"
 #include "tessera/ragged/ragged_field.hpp"
@@ -55,6 +56,9 @@ class Verifier {
         check_ragged(node.path);
     for (const auto& node : nodes)
       if (node.is_array && (node.path == "morton" || node.path.ends_with("/morton"))) check_morton(node.path);
+    for (const auto& node : nodes)
+      if (node.is_array && node.document.value("attributes", codec::json::Json::object()).contains("composition"))
+        check_composition(node);
     check_stamp();
     check_orphans(nodes, undecodable);
     return std::move(report_);
@@ -100,6 +104,30 @@ class Verifier {
       }
     } catch (const Error& e) {
       fail(node.path, "metadata", e.what());
+    }
+  }
+
+  // Spec §2.7: a composition array is a dense uint64 array, fill 0, whose block names the spec,
+  // the eight lanes in order, a sibling t-digest field (`of`) and an integer threshold.
+  void check_composition(const zarr::Node& node) {
+    const auto& doc = node.document;
+    const auto& block = doc.at("attributes").at("composition");
+    const auto bad = [&](const std::string& what) { fail(node.path, "composition", what); };
+    if (doc.value("data_type", "") != "uint64" || doc.value("fill_value", codec::json::Json()) != 0)
+      bad("a composition array is uint64 with fill_value 0");
+    if (!block.is_object()) return bad("the composition attribute is not an object");
+    if (block.value("spec", "") != "zagg-composition/1")
+      return bad("spec is not \"zagg-composition/1\" (a composition of another version is not read)");
+    if (!block.contains("lanes") || block.at("lanes") != codec::json::Json(leaf::composition_lanes()))
+      bad("lanes must be [land, ocean, sea_ice, land_ice, inland_water, low, med, high] in that order");
+    if (!block.contains("threshold") || !block.at("threshold").is_number_integer()) bad("threshold is not an integer");
+    if (!block.contains("of") || !block.at("of").is_string()) return bad("of does not name a t-digest field");
+    const std::string of = io::join_key(group_of(node.path), block.at("of").get<std::string>());
+    try {
+      const RaggedArray digest = RaggedArray::open(store_, of);
+      if (!digest.element().is_tdigest()) bad("of names " + of + ", which is not a t-digest field");
+    } catch (const Error& e) {
+      bad("of names " + of + ": " + e.what());
     }
   }
 

@@ -8,6 +8,8 @@
 #include "tessera/core/civil_date.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/byte_source.hpp"
+#include "tessera/ragged/leaf_meta.hpp"
+#include "tessera/ragged/row_predicate.hpp"
 
 namespace tessera::ragged::zagg {
 namespace {
@@ -87,9 +89,21 @@ class ConfigReader {
     config_.plan.latitude = text(coordinates, "latitude", where + ".coordinates");
     config_.plan.longitude = text(coordinates, "longitude", where + ".coordinates");
     for (const auto& [name, spec] : member(ds, "variables", where, true).items()) {
-      // A 2-D column ({path, column}) only feeds zagg's `where` strata, which tessera refuses.
-      if (spec.is_string()) variables_[name] = spec.get<std::string>();
-      else if (!spec.is_object()) fail(where + ".variables." + name, "expected a dataset path");
+      const std::string key = where + ".variables." + name;
+      if (spec.is_string()) {
+        variables_[name] = NamedColumn{name, spec.get<std::string>(), std::nullopt};
+        continue;
+      }
+      // {path, column}: one column of a 2-D dataset (ATL03's signal_conf_ph per surface).
+      if (!spec.is_object()) fail(key, "expected a dataset path or {path, column}");
+      allow(spec, key, {"path", "column"});
+      NamedColumn column{name, text(spec, "path", key), std::nullopt};
+      if (spec.contains("column")) {
+        if (!spec.at("column").is_number_integer() || spec.at("column").get<std::int64_t>() < 0)
+          fail(key + ".column", "expected a column index (0, 1, …)");
+        column.column = spec.at("column").get<std::uint64_t>();
+      }
+      variables_[name] = std::move(column);
     }
     if (ds.contains("quality_filter")) {
       const Json& q = member(ds, "quality_filter", where, true);
@@ -126,8 +140,68 @@ class ConfigReader {
   // The dataset of a variable the aggregation names.
   std::string dataset_of(const std::string& variable, const std::string& key) const {
     const auto it = variables_.find(variable);
-    if (it == variables_.end()) fail(key, "'" + variable + "' is not one of data_source.variables (as a dataset path)");
-    return it->second;
+    if (it == variables_.end() || it->second.column)
+      fail(key, "'" + variable + "' is not one of data_source.variables (as a dataset path)");
+    return it->second.dataset;
+  }
+
+  // A variable read as a row column by a `where` or the composition.
+  void need_column(const std::string& variable, const std::string& key) {
+    const auto it = variables_.find(variable);
+    if (it == variables_.end()) fail(key, "'" + variable + "' is not one of data_source.variables");
+    for (const NamedColumn& c : config_.plan.columns)
+      if (c.name == variable) return;
+    config_.plan.columns.push_back(it->second);
+  }
+
+  // `attrs` of an aggregation variable: a mapping written as given.
+  codec::json::Json attributes_of(const Json& spec, const std::string& key) const {
+    if (!spec.contains("attrs")) return Json::object();
+    return member(spec, "attrs", key, true);
+  }
+
+  // A `build_tdigest_where` field: one stratum of the rows.
+  void read_stratum(const std::string& name, const Json& spec, const Json& params, const std::string& key) {
+    FieldSpec field;
+    field.name = name;
+    if (params.contains("delta"))
+      field.delta = member(params, "delta", key + ".params", true, Json::value_t::number_float).get<double>();
+    else field.delta = 8192;
+    if (spec.contains("location")) {
+      if (spec.at("location") != "leaf_id") fail(key + ".location", "tessera writes point locations as 'leaf_id' only");
+      field.located = true;
+    }
+    if (spec.contains("temporal")) fail(key + ".temporal", "tessera does not time stratified fields");
+    field.where = text(params, "where", key + ".params");
+    const RowPredicate predicate = RowPredicate::parse(field.where, name_ + ": " + key + ".params.where");
+    for (const std::string& column : predicate.columns()) need_column(column, key + ".params.where");
+    field.extra_attributes = attributes_of(spec, key);
+    config_.strata.push_back(std::move(field));
+  }
+
+  // `zagg.stats.composition.pack_composition` (spec §2.7).
+  void read_composition(const std::string& name, const Json& spec, const Json& params, const std::string& key) {
+    if (config_.composition) fail(key, "a second composition array");
+    CompositionSpec c;
+    c.name = name;
+    for (const char* surface : {"conf_land", "conf_ocean", "conf_sea_ice", "conf_land_ice", "conf_inland_water"}) {
+      const std::string variable = text(params, surface, key + ".params");
+      need_column(variable, key + ".params." + surface);
+      c.surfaces.push_back(variable);
+    }
+    const Json& threshold = member(params, "threshold", key + ".params", true, Json::value_t::number_float);
+    if (!threshold.is_number_integer()) fail(key + ".params.threshold", "expected an integer");
+    c.threshold = threshold.get<std::int64_t>();
+    const Json attrs = attributes_of(spec, key);
+    const auto block = attrs.find("composition");
+    if (block == attrs.end() || !block->is_object() || !block->contains("of") || !block->at("of").is_string())
+      fail(key + ".attrs.composition.of", "missing: the t-digest field whose rows the fractions are of");
+    c.of = block->at("of").get<std::string>();
+    const Json expected = leaf::composition_declaration(c.of, c.threshold);
+    for (const auto& [k, v] : block->items())
+      if (!expected.contains(k) || expected.at(k) != v)
+        fail(key + ".attrs.composition." + k, "differs from what tessera writes (" + codec::json::dump(expected) + ")");
+    config_.composition = std::move(c);
   }
 
   void note_source(const std::string& source, const std::string& key) {
@@ -160,7 +234,8 @@ class ConfigReader {
     static const std::regex inverse_variance(R"(1(\.0*)?\s*/\s*(\w+)\s*\*\*\s*2)");
     static const std::string kSupported =
         "len, min, max, mean, average (optionally weighted by 1.0 / s**2), var, quantile with q 0.25, 0.5 or 0.75, "
-        "zagg.stats.tdigest.build_tdigest, and the expression 1.0 / np.sqrt(np.sum(1.0 / s**2))";
+        "zagg.stats.tdigest.build_tdigest, zagg.stats.tdigest.build_tdigest_where, "
+        "zagg.stats.composition.pack_composition, and the expression 1.0 / np.sqrt(np.sum(1.0 / s**2))";
     bool any_tdigest = false;
     for (const auto& [name, spec] : member(agg, "variables", where, true).items()) {
       const std::string key = where + ".variables." + name;
@@ -196,6 +271,10 @@ class ConfigReader {
         const char* suffix = q == 0.25 ? "q25" : q == 0.5 ? "q50" : q == 0.75 ? "q75" : nullptr;
         if (!suffix) fail(key + ".params.q", "tessera computes the quartiles 0.25, 0.5 and 0.75 only");
         note_stat(name, suffix, key);
+      } else if (function == "zagg.stats.tdigest.build_tdigest_where") {
+        read_stratum(name, spec, params, key);
+      } else if (function == "zagg.stats.composition.pack_composition") {
+        read_composition(name, spec, params, key);
       } else if (function == "zagg.stats.tdigest.build_tdigest") {
         if (any_tdigest) fail(key, "a second t-digest field; tessera builds one per store");
         any_tdigest = true;
@@ -216,6 +295,16 @@ class ConfigReader {
       }
     }
     if (source_.empty()) fail(where + ".variables", "no variable names a source to aggregate");
+    config_.plain_field = any_tdigest || config_.strata.empty();
+    if (config_.composition) {
+      const std::string& of = config_.composition->of;
+      const bool known =
+          std::any_of(config_.strata.begin(), config_.strata.end(), [&](const FieldSpec& f) { return f.name == of; }) ||
+          (config_.plain_field && of == config_.field);
+      if (!known)
+        fail(where + ".variables." + config_.composition->name + ".attrs.composition.of",
+             "'" + of + "' is not a t-digest field of this config");
+    }
     config_.plan.value = dataset_of(source_, where + ".variables");
     config_.value_variable = source_;
     config_.sigma_variable = sigma_;
@@ -288,7 +377,7 @@ class ConfigReader {
   const Json& doc_;
   std::string name_;
   Config config_;
-  std::map<std::string, std::string> variables_;
+  std::map<std::string, NamedColumn> variables_;
   std::string source_;
   std::optional<std::string> sigma_, stats_prefix_;
   std::optional<std::string> temporal_;  // the key of the field declaring temporal: per-centroid

@@ -205,3 +205,156 @@ def test_located_and_timed_config_builds_what_the_same_points_with_gps_times_bui
            [(l["leaf"], l["combined_hash"]) for l in from_npy["leaves"]]
     leaf = ragged.open(tmp_path / "granule" / from_granule["leaves"][0]["leaf"])
     assert leaf.field("h_tdigest").times is not None and leaf.field("h_tdigest").locations is not None
+
+
+def mixed_confidence_granule(path, seed=11):
+    """atl03_mini.h5 copied with seeded per-surface signal confidences (-1…4, mostly low, so that
+    about a third of the photons are noise on every surface); the TEP marks (-2 in column 0)
+    that the config's filter drops are kept."""
+    import shutil
+
+    shutil.copyfile(CONFIGS.parent / "tests" / "data" / "index" / "atl03_mini.h5", path)
+    rng = np.random.default_rng(seed)
+    with h5py.File(path, "r+") as f:
+        for beam in BEAMS:
+            if f"{beam}/heights" not in f:
+                continue
+            ds = f[f"{beam}/heights/signal_conf_ph"]
+            old = ds[:]
+            new = rng.choice([-1, 0, 1, 2, 3, 4], size=old.shape, p=[0.35, 0.25, 0.2, 0.1, 0.05, 0.05]).astype(np.int8)
+            new[old[:, 0] == -2, 0] = -2
+            ds[...] = new
+    return path
+
+
+def strata_truth(granule):
+    """The filtered photons of atl03_mini.h5 as zagg's strata config reads them: heights,
+    coordinates and the five per-surface signal confidences, by h5py."""
+    lat, lon, h, conf = [], [], [], []
+    with h5py.File(granule, "r") as f:
+        for beam in BEAMS:
+            if f"{beam}/heights" not in f:
+                continue
+            g = f[f"{beam}/heights"]
+            keep = (g["signal_conf_ph"][:, 0] != -2) & (np.abs(g["lat_ph"][:]) <= 90)
+            lat.append(g["lat_ph"][:][keep])
+            lon.append(g["lon_ph"][:][keep])
+            h.append(g["h_ph"][:][keep].astype(np.float64))
+            conf.append(g["signal_conf_ph"][:][keep])
+    return np.concatenate(lat), np.concatenate(lon), np.concatenate(h), np.concatenate(conf)
+
+
+def composition_word(conf, threshold=2):
+    """Spec §2.7 in numpy: lanes 0–4 the fraction of the rows whose confidence in each surface
+    reaches the threshold, lanes 5–7 those whose strongest confidence is exactly 2, 3, 4;
+    round half to even of 255·c/N, clipped, at least 1 when present; lane i in bits 8i…8i+7."""
+    n = conf.shape[0]
+    if n == 0:
+        return 0
+    strongest = conf.max(axis=1)
+    counts = np.concatenate([(conf >= threshold).sum(axis=0), [(strongest == k).sum() for k in (2, 3, 4)]])
+    lanes = np.clip(np.round(255.0 * counts / n), 0, 255).astype(np.uint64)
+    lanes[(counts > 0) & (lanes == 0)] = 1
+    return int(sum(int(q) << (8 * i) for i, q in enumerate(lanes)))
+
+
+def test_atl03_mini_with_the_strata_config_splits_signal_and_noise_as_numpy_does(tmp_path):
+    """zagg's signal/noise strata config on atl03_mini.h5 with mixed confidences (orders and δ
+    lowered to fit the tiny file): per cell, `count` holds every photon, `h_tdigest_signal` the digest of the photons with
+    any surface confidence >= 2 and `h_tdigest_noise` of the others (the spec's algorithm,
+    tests/ragged_cli/tdigest_reference.py), each with its row-aligned locations, and
+    `composition` the word numpy computes from the signal photons' confidences."""
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "ragged_cli"))
+    from tdigest_reference import digest
+
+    granule = mixed_confidence_granule(tmp_path / "atl03_mixed.h5")
+    orders = ["--cell-order", "8", "--shard-order", "4", "--chunk-order", "6", "--delta", "12", "--threads", "1"]
+    report = json.loads(run_cli("ragged", "build", "--config", CONFIGS / "atl03_tdigest_strata_healpix.yaml",
+                                "--input", granule, "--out", tmp_path / "hive", *orders).stdout)
+    lat, lon, h, conf = strata_truth(granule)
+    assert report["rows"]["accepted"] == h.size > 1000
+    signal = (conf >= 2).any(axis=1)
+    assert 0 < signal.sum() < h.size  # both strata are populated
+    cells = healpy.ang2pix(2**8, lon, authalic_closed_form(lat), nest=True, lonlat=True)
+
+    seen = {"count": set(), "signal": set(), "noise": set()}
+    compositions = {}
+    for path in ragged.leaves(tmp_path / "hive"):
+        leaf = ragged.open(path)
+        assert sorted(p.split("/")[1] for p in leaf.fields()) == ["h_tdigest_noise", "h_tdigest_signal"]
+        start = leaf.field("h_tdigest_signal").axis()["root_start"]
+        counts = leaf.read_array("count")
+        for index in np.flatnonzero(counts):
+            seen["count"].add(start + int(index))
+            assert counts[index] == (cells == start + index).sum()
+        words = leaf.read_array("composition")
+        for index in np.flatnonzero(counts):
+            compositions[start + int(index)] = int(words[index])
+        for stratum, rows_of in (("signal", signal), ("noise", ~signal)):
+            field = leaf.field(f"h_tdigest_{stratum}")
+            assert field.locations is not None
+            locations = ragged.open(path, field.locations)
+            for index, rows in field.cells():
+                cell = start + index
+                seen[stratum].add(cell)
+                members = h[(cells == cell) & rows_of]
+                want_rows, _, _ = digest(members, np.ones(members.size), None, None, 12)
+                assert rows.astype(np.float32).view(np.uint32).tolist() == want_rows
+                assert locations.read_cell(index).shape[0] == rows.shape[0]
+    assert seen["count"] == set(np.unique(cells).tolist())
+    assert seen["signal"] == set(np.unique(cells[signal]).tolist())
+    assert seen["noise"] == set(np.unique(cells[~signal]).tolist())
+    want = {int(c): composition_word(conf[(cells == c) & signal]) for c in np.unique(cells)}
+    assert compositions == want
+    assert len(set(want.values())) > len(want) // 2  # the words differ from cell to cell
+    assert seen["signal"] & seen["noise"]  # cells holding both strata
+
+    verify = json.loads(run_cli("ragged", "verify", tmp_path / "hive").stdout)
+    assert verify["ok"] and verify["failed"] == 0
+    # Readers strict-check the composition block (spec §2.7): lanes out of order are reported.
+    meta_path = next((tmp_path / "hive").rglob("composition/zarr.json"))
+    meta = json.loads(meta_path.read_text())
+    meta["attributes"]["composition"]["lanes"][5:7] = ["med", "low"]
+    meta_path.write_text(json.dumps(meta))
+    damaged = run_cli("ragged", "verify", tmp_path / "hive", check=False)
+    failures = [f for leaf in json.loads(damaged.stdout)["leaves"] for f in leaf["failures"]]
+    assert damaged.returncode == 1 and [f["rule"] for f in failures] == ["composition"]
+    assert "lanes must be [land, ocean" in failures[0]["message"]
+
+    # The same photons from .npy columns, the confidences by the config's variable names: the
+    # same leaves, byte for byte in content.
+    npy = tmp_path / "npy"
+    npy.mkdir()
+    for name, column in {"lat": lat, "lon": lon, "h_ph": h}.items():
+        np.save(npy / f"{name}.npy", column)
+    for i, surface in enumerate(["land", "ocean", "sea_ice", "land_ice", "inland_water"]):
+        np.save(npy / f"signal_conf_{surface}.npy", conf[:, i])
+    from_npy = json.loads(run_cli("ragged", "build", "--config", CONFIGS / "atl03_tdigest_strata_healpix.yaml",
+                                  "--input", npy, "--out", tmp_path / "npy-hive", *orders).stdout)
+    assert [(l["leaf"], l["combined_hash"]) for l in from_npy["leaves"]] == \
+           [(l["leaf"], l["combined_hash"]) for l in report["leaves"]]
+
+
+def test_strata_expressions_outside_numpys_meaning_are_refused(tmp_path):
+    """A `where` that Python would read differently from how it looks (`a >= 2 | b >= 2` binds
+    `2 | b` first), names an unknown variable, or calls a function is refused naming the key."""
+    import yaml
+
+    config = yaml.safe_load((CONFIGS / "atl03_tdigest_strata_healpix.yaml").read_text())
+    granule = CONFIGS.parent / "tests" / "data" / "index" / "atl03_mini.h5"
+    cases = {
+        "signal_conf_land >= 2 | signal_conf_ocean >= 2": "parenthesize each comparison",
+        "(signal_conf_lnd >= 2)": "'signal_conf_lnd' is not one of data_source.variables",
+        "np.any(signal_conf_land >= 2)": "a call, attribute or subscript",
+        "(signal_conf_land >= 2) or (signal_conf_ocean >= 2)": "'or'",
+    }
+    for i, (where, message) in enumerate(cases.items()):
+        config["aggregation"]["variables"]["h_tdigest_signal"]["params"]["where"] = where
+        path = tmp_path / f"c{i}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        out = run_cli("ragged", "build", "--config", path, "--input", granule, "--out", tmp_path / f"h{i}", check=False)
+        assert out.returncode != 0
+        assert "aggregation.variables.h_tdigest_signal.params.where" in out.stderr and message in out.stderr, out.stderr
+        assert not (tmp_path / f"h{i}" / "morton_hive.json").exists()

@@ -79,16 +79,43 @@ TEST(ZaggConfig, Atl03LocatedAndTimed) {
   EXPECT_EQ(c.plan.time_epoch_gps_seconds, 1198800000.0);
 }
 
+TEST(ZaggConfig, Atl03SignalAndNoiseStrataWithComposition) {
+  const Config c = load_config(config("atl03_tdigest_strata_healpix.yaml").string());
+  EXPECT_FALSE(c.plain_field);  // only the two strata: no unconditional h_tdigest
+  ASSERT_EQ(c.strata.size(), 2u);
+  const FieldSpec& signal = c.strata[0];
+  EXPECT_EQ(signal.name, "h_tdigest_signal");
+  EXPECT_EQ(signal.delta, 8192);
+  EXPECT_TRUE(signal.located);
+  EXPECT_EQ(signal.where,
+            "(signal_conf_land >= 2) | (signal_conf_ocean >= 2) | (signal_conf_sea_ice >= 2) | "
+            "(signal_conf_land_ice >= 2) | (signal_conf_inland_water >= 2)");
+  EXPECT_EQ(signal.extra_attributes, (codec::json::Json{{"stratum", "signal"}, {"signal_threshold", 2}}));
+  EXPECT_EQ(c.strata[1].name, "h_tdigest_noise");
+  EXPECT_TRUE(c.strata[1].where.starts_with("~((signal_conf_land >= 2)"));
+  ASSERT_TRUE(c.composition.has_value());
+  EXPECT_EQ(c.composition->name, "composition");
+  EXPECT_EQ(c.composition->of, "h_tdigest_signal");
+  EXPECT_EQ(c.composition->threshold, 2);
+  EXPECT_EQ(c.composition->surfaces,
+            (std::vector<std::string>{"signal_conf_land", "signal_conf_ocean", "signal_conf_sea_ice",
+                                      "signal_conf_land_ice", "signal_conf_inland_water"}));
+  // Each confidence column once, read from column i of the one 2-D dataset.
+  ASSERT_EQ(c.plan.columns.size(), 5u);
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(c.plan.columns[i].name, c.composition->surfaces[i]);
+    EXPECT_EQ(c.plan.columns[i].dataset, "/{group}/heights/signal_conf_ph");
+    EXPECT_EQ(c.plan.columns[i].column, i);
+  }
+  EXPECT_EQ(c.plan.value, "/{group}/heights/h_ph");
+}
+
 TEST(ZaggConfig, WhatTesseraDoesNotBuildIsRefusedByKey) {
   const std::string dir = config("").string();
   EXPECT_EQ(refusal("atl03.yaml"),
             dir + "atl03.yaml: output.grid.type: 'rectilinear': tessera builds HEALPix morton hives only");
   EXPECT_EQ(refusal("atl06_polar.yaml"),
             dir + "atl06_polar.yaml: output.grid.type: 'rectilinear': tessera builds HEALPix morton hives only");
-  EXPECT_NE(refusal("atl03_tdigest_strata_healpix.yaml")
-                .find("aggregation.variables.h_tdigest_signal.function: "
-                      "'zagg.stats.tdigest.build_tdigest_where' is not a function"),
-            std::string::npos);
   const auto refused = [](const std::string& yaml) {
     try {
       (void)read_config(codec::yaml::parse(yaml, "c.yaml"), "c.yaml");
@@ -108,6 +135,31 @@ TEST(ZaggConfig, WhatTesseraDoesNotBuildIsRefusedByKey) {
             "the variable");
   EXPECT_EQ(refused(base + "aggregation: {variables: {count: {function: len, source: x}}}\n"),
             "c.yaml: aggregation.variables: 'x' is not one of data_source.variables (as a dataset path)");
+  const std::string strata_base =
+      "data_source: {groups: [gt1l], coordinates: {latitude: /a, longitude: /b}, variables: {h: /h, c: {path: /c, "
+      "column: 1}}}\n"
+      "output: {grid: {type: healpix, parent_order: 4, child_order: 8}}\n";
+  EXPECT_EQ(refused(strata_base +
+                    "aggregation: {variables: {s: {function: zagg.stats.tdigest.build_tdigest_where, source: h, "
+                    "params: {where: '(c >= 2) | (d >= 2)'}}}}\n"),
+            "c.yaml: aggregation.variables.s.params.where: 'd' is not one of data_source.variables");
+  EXPECT_EQ(refused(strata_base +
+                    "aggregation: {variables: {s: {function: zagg.stats.tdigest.build_tdigest_where, source: h, "
+                    "params: {where: 'c >= 2'}}, composition: {function: zagg.stats.composition.pack_composition, "
+                    "source: h, params: {conf_land: c, conf_ocean: c, conf_sea_ice: c, conf_land_ice: c, "
+                    "conf_inland_water: c, threshold: 2}, attrs: {composition: {of: t}}}}}\n"),
+            "c.yaml: aggregation.variables.composition.attrs.composition.of: 't' is not a t-digest field of this "
+            "config");
+  EXPECT_EQ(refused(strata_base +
+                    "aggregation: {variables: {s: {function: zagg.stats.tdigest.build_tdigest_where, source: h, "
+                    "params: {where: 'c >= 2'}}, composition: {function: zagg.stats.composition.pack_composition, "
+                    "source: h, params: {conf_land: c, conf_ocean: c, conf_sea_ice: c, conf_land_ice: c, "
+                    "conf_inland_water: c, threshold: 2}, attrs: {composition: {of: s, threshold: 3}}}}}\n")
+                .substr(0, 80),
+            "c.yaml: aggregation.variables.composition.attrs.composition.threshold: differs f");
+  // A 2-D column is a `where` input, not a source.
+  EXPECT_EQ(refused(strata_base + "aggregation: {variables: {count: {function: len, source: c}}}\n"),
+            "c.yaml: aggregation.variables: 'c' is not one of data_source.variables (as a dataset path)");
   EXPECT_EQ(refused(base + "aggregation: {variables: {count: {function: len, source: h}}}\nbogus: 1\n"),
             "c.yaml: bogus: not a key tessera reads here (it reads aggregation, data_source, output)");
 }

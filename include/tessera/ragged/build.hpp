@@ -46,6 +46,8 @@ struct PointBlock {
   std::vector<double> lat, lon, value;
   std::vector<double> weight, sigma;  // empty when the column is not read
   std::vector<std::uint64_t> time;    // empty when not read
+  // Further columns by name (those a field's `where` or the composition reads), one value per row.
+  std::map<std::string, std::vector<double>> extra;
   std::map<std::string, std::uint64_t> dropped;
   std::size_t size() const noexcept { return lat.size(); }
   void clear();

@@ -37,6 +37,10 @@ codec::json::Json ragged_block(std::string_view dtype, const std::vector<int>& i
 // The declarations of spec §2.4.
 codec::json::Json located_declaration();
 codec::json::Json temporal_declaration(std::string_view shape);  // "per-centroid" | "per-cell"
+// The composition block of spec §2.7: `{"spec": "zagg-composition/1", "lanes": [...], "of", "threshold"}`.
+codec::json::Json composition_declaration(const std::string& of, std::int64_t threshold);
+// The lane names of spec §2.7, in lane order.
+const std::vector<std::string>& composition_lanes();
 
 // What a payload array declares (spec §6.1 step 2: `ragged`, `weights`, `times`, provenance).
 struct PayloadDecl {

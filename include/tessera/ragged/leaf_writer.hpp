@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "tessera/codec/json.hpp"
@@ -70,6 +71,12 @@ struct FieldSpec {
   std::optional<codec::json::Json> gain;
   bool located = false;  // writes `{name}_locations` (declared `located`)
   bool timed = false;    // writes `{name}_times` (declared `temporal`)
+  // The rows the field aggregates: every row when empty, else those this row predicate selects
+  // (ragged/row_predicate.hpp; zagg's `build_tdigest_where` strata).
+  std::string where;
+  // Attributes written beside the `ragged` block as given (a stratum's `stratum` and
+  // `signal_threshold`); readers ignore them (spec §2.2 rule 8).
+  codec::json::Json extra_attributes = codec::json::Json::object();
 
   std::string locations_name() const { return name + "_locations"; }
   std::string times_name() const { return name + "_times"; }
@@ -86,10 +93,26 @@ struct DenseStats {
 };
 std::string_view name_of(Stat stat) noexcept;
 
+// The composition word array (spec §2.7, `zagg-composition/1`): per cell, the quantized fractions
+// of the rows of field `of` whose confidence in each surface column reaches `threshold` (lanes
+// 0–4, `surfaces` in lane order: land, ocean, sea_ice, land_ice, inland_water) and whose
+// strongest confidence is exactly 2, 3 and 4 (lanes 5–7).
+struct CompositionSpec {
+  std::string name = "composition";
+  std::string of;  // a field of the leaf
+  std::int64_t threshold = 2;
+  std::vector<std::string> surfaces;  // five row columns
+};
+// The spec §2.7 word of lane counts `counts` among `n` rows (weights): lane i is
+// round_half_even(255·c/n) clipped to [0, 255], at least 1 when its count is nonzero, in bits
+// 8i … 8i+7; n = 0 packs to 0.
+std::uint64_t composition_word(std::span<const double, 8> counts, double n);
+
 struct LeafSpec {
   LeafGeometry geometry;
   std::vector<FieldSpec> fields;
   DenseStats stats;
+  std::optional<CompositionSpec> composition;
   std::optional<std::string> per_cell_time;  // dense uint64 per-cell toc join array
   geo::Latitude latitude = geo::Latitude::Authalic;
   bool zagg_identical_metadata = false;  // omit dggs.latitude (spec §2.8, RD-2)
@@ -110,6 +133,7 @@ struct ChunkData {
   std::vector<std::vector<tdigest::StoredDigest>> digests;  // [field][cell]
   std::vector<std::vector<float>> stats;                    // [stat][cell]
   std::vector<std::uint64_t> cell_times;                    // per-cell toc join (0 = unobserved)
+  std::vector<std::uint64_t> composition;                   // composition words (when the spec has them)
 };
 ChunkData make_chunk(const LeafSpec& spec, std::uint64_t chunk);
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tessera/codec/json.hpp"
+#include "tessera/ragged/leaf_writer.hpp"
 
 namespace tessera::ragged::zagg {
 
@@ -29,6 +30,13 @@ struct RowFilter {
   std::string key;  // where it came from, for messages (`data_source.filters[0]`)
 };
 
+// A variable a field's `where` or the composition reads: a 1-D dataset, or one column of a 2-D one.
+struct NamedColumn {
+  std::string name;
+  std::string dataset;  // path with `{group}`
+  std::optional<std::uint64_t> column;
+};
+
 // Where the points of one granule are.
 struct GranulePlan {
   std::vector<std::string> groups;   // substituted for `{group}`: gt1l … gt3r
@@ -36,6 +44,7 @@ struct GranulePlan {
   std::string value;                 // the aggregated variable's dataset
   std::optional<std::string> sigma;  // the σ of inverse-variance weights (`1.0 / s**2`)
   std::vector<RowFilter> filters;
+  std::vector<NamedColumn> columns;  // read into PointBlock::extra
   // Per-row times (`output.time_source`): seconds in `time` since a GPS epoch, the granule's
   // `ancillary_data/atlas_sdp_gps_epoch` when it has one, else `time_epoch_gps_seconds`.
   std::optional<std::string> time;
@@ -53,10 +62,15 @@ struct Config {
   bool unsharded = false;                     // output.grid.sharded: false
   bool stats = false;                         // dense min/max/mean/variance/quartiles (+ sigma)
   std::string stats_prefix = "h";
-  std::string field = "h_tdigest";  // the t-digest field (written in any case)
+  std::string field = "h_tdigest";  // the t-digest field
   double delta = 8192;
   bool located = false;                      // `location: leaf_id`
   std::optional<std::string> time_variable;  // `output.time_source.field`: the field is timed
+  // Whether the build writes `field`: when the config has `build_tdigest`, or no t-digest at all.
+  bool plain_field = true;
+  // `build_tdigest_where` fields, in config order: name, delta, located, `where` and `attrs`.
+  std::vector<FieldSpec> strata;
+  std::optional<CompositionSpec> composition;  // `zagg.stats.composition.pack_composition`
 };
 
 // `doc` is the config as JSON (codec/yaml.hpp reads the YAML); `name` its file for messages.

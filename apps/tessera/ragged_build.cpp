@@ -21,7 +21,7 @@
 #include "remote_output.hpp"
 #include "tessera/core/error.hpp"
 #include "ragged_common.hpp"
-#include "tessera/interop/granule.hpp"
+#include "ragged_granule_isolated.hpp"
 #include "tessera/ragged/build.hpp"
 #include "tessera/ragged/zagg_config.hpp"
 #include "tessera/version.hpp"
@@ -92,7 +92,7 @@ void apply_config(const CLI::App& cmd, BuildArgs& a, const ragged::zagg::Config&
   }
   a.o.input_reader = [plan = c.plan](const std::string& path, std::size_t file, std::size_t rows,
                                      const ragged::build::PointSink& sink) {
-    return interop::read_granule(path, plan, file, rows, sink);
+    return read_granule_isolated(path, plan, file, rows, sink);
   };
 }
 

@@ -147,3 +147,43 @@ def test_a_damaged_chunk_names_the_granule_and_the_dataset(tmp_path):
     assert "damaged.h5" in result.stderr and "h_li" in result.stderr, result.stderr
     assert not (tmp_path / "hive" / "morton_hive.json").exists()
     shutil.rmtree(tmp_path / "hive", ignore_errors=True)
+
+
+def test_a_granule_reader_killed_by_a_signal_is_one_error_naming_the_granule(tmp_path, cli):
+    """Granules are read in a child process, because libhdf5 trusts what a file says and can
+    crash or loop on a damaged one. Here a reader dies of SIGSEGV mid-build (sent from outside,
+    as a crash inside libhdf5 would raise it): the build ends with exit 1 and one error line
+    naming that granule, and leaves no manifest behind."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    granules = tmp_path / "granules"
+    granules.mkdir()
+    write_atl06(granules / "ATL06_000.h5", atl06_columns(seed=5), LAYOUTS["gzip"])
+    for i in range(1, 40):  # many granules: the build forks a reader for each, so one is caught
+        shutil.copyfile(granules / "ATL06_000.h5", granules / f"ATL06_{i:03d}.h5")
+    proc = subprocess.Popen([str(cli), "ragged", "build", "--config", str(CONFIGS / "atl06.yaml"), "--input",
+                             str(granules / "ATL06_*.h5"), "--out", str(tmp_path / "hive"), "--threads", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim, deadline = None, time.monotonic() + 60
+    while victim is None and proc.poll() is None and time.monotonic() < deadline:
+        children = []
+        for task in pathlib.Path(f"/proc/{proc.pid}/task").glob("*"):
+            try:
+                children += (task / "children").read_text().split()
+            except OSError:
+                pass
+        if children:
+            victim = int(children[0])
+            os.kill(victim, signal.SIGSEGV)
+        else:
+            time.sleep(0.001)
+    _, err = proc.communicate(timeout=120)
+    assert victim is not None, "the build ended before a granule reader could be caught"
+    assert proc.returncode == 1, err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert "libhdf5 crashed (Segmentation fault) reading the granule; the file is damaged" in err, err
+    assert "/ATL06_0" in err, err
+    assert not (tmp_path / "hive" / "morton_hive.json").exists()

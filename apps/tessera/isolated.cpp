@@ -1,11 +1,14 @@
-// Work in a forked child (apps/tessera/isolated.hpp): the frames on the pipe, the parent's
+// Work in a forked child (apps/tessera/isolated.hpp): the frames on the channel, the parent's
 // waits with a silence limit, and the child's errors, crashes and hangs turned into errors.
 #include "isolated.hpp"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,12 +18,23 @@ namespace tessera::cli {
 namespace {
 
 constexpr std::size_t kFrameHeader = 1 + sizeof(std::uint64_t);
+constexpr std::uint64_t kMaxFinalFrame = std::uint64_t{1} << 30;
+// The memory parent and child share for message bodies: a message that fits travels without
+// socket copies (the kernel's socket buffers are small, so a 20 MB block would cross them in
+// hundreds of copies and context switches). Only the pages a message touches are ever faulted in.
+constexpr std::size_t kSharedBytes = std::size_t{64} << 20;
+constexpr char kAck = 'A';
+// Frame kinds: a message on the socket, a message in the shared memory (the error kinds of a
+// last frame are letters of their own: F U S I L G, and O for success).
+constexpr char kMessage = 'M';
+constexpr char kSharedMessage = 'H';
 
-// False when the reader is gone (the child then just ends).
+// False when the other end is gone. MSG_NOSIGNAL: a parent writing to a dead child gets an
+// error, not SIGPIPE (the child, writing to a dead parent, just ends).
 bool write_all(int fd, const void* data, std::size_t size) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
+    const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     p += n;
@@ -29,15 +43,34 @@ bool write_all(int fd, const void* data, std::size_t size) {
   return true;
 }
 
-bool write_frame_header(int fd, char kind, std::uint64_t body) {
+bool write_frame(int fd, char kind, std::span<const std::span<const std::byte>> parts) {
+  std::uint64_t body = 0;
+  for (const auto& part : parts) body += part.size();
   char header[kFrameHeader];
   header[0] = kind;
   std::memcpy(header + 1, &body, sizeof body);
-  return write_all(fd, header, sizeof header);
+  bool ok = write_all(fd, header, sizeof header);
+  for (const auto& part : parts)
+    if (ok) ok = write_all(fd, part.data(), part.size());
+  return ok;
 }
 
-// The child's last frame: 'O', or an error kind letter with message, path and structure.
-std::string final_frame(const std::function<void(ChildChannel&)>& work, ChildChannel& channel) {
+// Blocking read of exactly `n` bytes in the child; false at the end of the channel.
+bool read_all(int fd, void* out, std::size_t n) {
+  char* p = static_cast<char*>(out);
+  while (n > 0) {
+    const ssize_t got = ::read(fd, p, n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+// The child's last frame of a request: 'O', or an error kind letter with message, path and
+// structure.
+std::string final_frame(const IsolatedWorker::Serve& serve, std::string_view request, ChildChannel& channel) {
   const auto error = [&](char kind, const std::string& message, const std::string& path, const std::string& structure) {
     Wire e;
     e.put(message);
@@ -46,7 +79,7 @@ std::string final_frame(const std::function<void(ChildChannel&)>& work, ChildCha
     return std::string(1, kind) + e.bytes();
   };
   try {
-    work(channel);
+    serve(request, channel);
     return "O";
   } catch (const FormatError& e) {
     return error('F', e.what(), e.path(), e.structure());
@@ -78,45 +111,124 @@ std::string final_frame(const std::function<void(ChildChannel&)>& work, ChildCha
   }
 }
 
-}  // namespace
-
-void ChildChannel::send(std::span<const std::span<const std::byte>> parts) const {
-  std::uint64_t body = 0;
-  for (const auto& part : parts) body += part.size();
-  bool ok = write_frame_header(fd_, 'M', body);
-  for (const auto& part : parts)
-    if (ok) ok = write_all(fd_, part.data(), part.size());
-  if (!ok) ::_exit(0);  // the parent is gone or gave up on this child: nothing is waiting for more
+// The child: serves request frames until the parent closes the channel.
+[[noreturn]] void serve_requests(int fd, std::span<std::byte> shared, const IsolatedWorker::Serve& serve) {
+  // The child's only channel is the socket: what a crashing libhdf5 (or a sanitizer's report of
+  // it) prints must not reach the user's stderr, where the parent reports the one error line.
+  if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) ::dup2(null, STDERR_FILENO);
+  // The child allocates the same large buffers for every request (a granule's blocks, chunk
+  // buffers). By default glibc maps each one afresh and unmaps it when freed, so every request
+  // faults its buffers in again (three times the page faults of the same reads in the parent's
+  // threads); kept in the heap, they are reused. The child's memory stays its largest request's.
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ChildChannel channel(fd, shared);
+  for (;;) {
+    channel.settle();
+    char header[kFrameHeader];
+    if (!read_all(fd, header, sizeof header)) ::_exit(0);
+    std::uint64_t size = 0;
+    std::memcpy(&size, header + 1, sizeof size);
+    std::string request(static_cast<std::size_t>(size), '\0');
+    if (!read_all(fd, request.data(), request.size())) ::_exit(0);
+    const std::string last = final_frame(serve, request, channel);
+    const std::span<const std::byte> body = std::as_bytes(std::span(last)).subspan(1);
+    if (!write_frame(fd, last[0], std::span(&body, 1))) ::_exit(0);
+  }
 }
 
-// The parent's side of one child: its pipe, its pid, and the silence deadline.
-class IsolatedRun {
+}  // namespace
+
+void ChildChannel::settle() {
+  char ack = 0;
+  // The parent is gone or gave up on this child: nothing is waiting for more.
+  if (unacknowledged_ && (!read_all(fd_, &ack, 1) || ack != kAck)) ::_exit(0);
+  unacknowledged_ = false;
+}
+
+void ChildChannel::send(std::span<const std::span<const std::byte>> parts) {
+  std::uint64_t body = 0;
+  for (const auto& part : parts) body += part.size();
+  if (body > shared_.size()) {
+    if (!write_frame(fd_, kMessage, parts)) ::_exit(0);
+    return;
+  }
+  settle();
+  std::byte* at = shared_.data();
+  for (const auto& part : parts) {
+    if (!part.empty()) std::memcpy(at, part.data(), part.size());
+    at += part.size();
+  }
+  char header[kFrameHeader];
+  header[0] = kSharedMessage;
+  std::memcpy(header + 1, &body, sizeof body);
+  if (!write_all(fd_, header, sizeof header)) ::_exit(0);
+  unacknowledged_ = true;
+}
+
+// The parent's side of one child: its socket, its pid, and the silence deadline.
+class WorkerLink {
  public:
-  IsolatedRun(int fd, pid_t pid, const std::string& path, const IsolationLimits& limits)
-      : fd_(fd), pid_(pid), path_(path), limits_(limits) {}
-  IsolatedRun(const IsolatedRun&) = delete;
-  IsolatedRun& operator=(const IsolatedRun&) = delete;
-  ~IsolatedRun() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      (void)reap();
+  WorkerLink(const IsolatedWorker::Serve& serve, const IsolationLimits& limits) : limits_(limits) {
+    void* shared = ::mmap(nullptr, kSharedBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) throw IoError(std::string("cannot map shared memory: ") + std::strerror(errno));
+    shared_ = {static_cast<std::byte*>(shared), kSharedBytes};
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+      ::munmap(shared, kSharedBytes);
+      throw IoError(std::string("cannot create a socket pair: ") + std::strerror(errno));
     }
+    pid_ = ::fork();
+    if (pid_ < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      ::munmap(shared, kSharedBytes);
+      throw IoError(std::string("cannot start the child process: ") + std::strerror(errno));
+    }
+    if (pid_ == 0) {
+      ::close(fds[0]);
+      serve_requests(fds[1], shared_, serve);
+    }
+    ::close(fds[1]);
+    fd_ = fds[0];
+  }
+  WorkerLink(const WorkerLink&) = delete;
+  WorkerLink& operator=(const WorkerLink&) = delete;
+  ~WorkerLink() {
     ::close(fd_);
+    // The child waits for a request (or is being given up on): nothing of it is needed. It is
+    // killed rather than left to see the channel end, which it would not while another child
+    // forked meanwhile still holds a copy of this end.
+    kill();
+    ::munmap(shared_.data(), shared_.size());
   }
 
-  // Fills `out`; false when the pipe ends before its first byte and `at_boundary` allows that.
-  bool read_exact(std::span<std::byte> out, bool at_boundary) {
+  std::span<const std::byte> shared() const noexcept { return shared_; }
+
+  // Tells the child the shared memory is free again.
+  void acknowledge(const std::string& path) {
+    if (!write_all(fd_, &kAck, 1)) ended_early(path);
+  }
+
+  bool alive() const noexcept { return pid_ > 0; }
+
+  void send_request(const std::string& path, std::string_view request) {
+    const std::span<const std::byte> body = std::as_bytes(std::span(request));
+    if (!write_frame(fd_, 'R', std::span(&body, 1))) ended_early(path);
+  }
+
+  // Fills `out`; false when the channel ends before its first byte and `at_boundary` allows it.
+  bool read_exact(const std::string& path, std::span<std::byte> out, bool at_boundary) {
     std::size_t done = 0;
     auto deadline = std::chrono::steady_clock::now() + limits_.silence;
     while (done < out.size()) {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
-        ::kill(pid_, SIGKILL);
-        (void)reap();
-        throw FormatError(path_ + ": libhdf5 did not finish " + limits_.doing + " within " +
+        kill();
+        throw FormatError(path + ": libhdf5 did not finish " + limits_.doing + " within " +
                               std::to_string(limits_.silence.count()) + " s; the file is probably damaged",
-                          path_);
+                          path);
       }
       pollfd p{fd_, POLLIN, 0};
       const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
@@ -126,7 +238,7 @@ class IsolatedRun {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         if (done == 0 && at_boundary) return false;
-        ended_early();
+        ended_early(path);
       }
       done += static_cast<std::size_t>(n);
       deadline = std::chrono::steady_clock::now() + limits_.silence;
@@ -134,18 +246,21 @@ class IsolatedRun {
     return true;
   }
 
-  // The pipe ended without a last frame: a crash, or an exit without an answer.
-  [[noreturn]] void ended_early() {
+  // The channel ended in the middle of a request: a crash, or an exit without an answer.
+  [[noreturn]] void ended_early(const std::string& path) {
     const int status = reap();
     if (WIFSIGNALED(status))
-      throw FormatError(path_ + ": libhdf5 crashed (" + std::string(::strsignal(WTERMSIG(status))) + ") " +
+      throw FormatError(path + ": libhdf5 crashed (" + std::string(::strsignal(WTERMSIG(status))) + ") " +
                             limits_.doing + "; the file is damaged",
-                        path_);
-    throw FormatError(path_ + ": the child process ended without an answer", path_);
+                        path);
+    throw FormatError(path + ": the child process ended without an answer", path);
   }
 
-  // Waits for the child after its last frame.
-  void finish() { (void)reap(); }
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    (void)reap();
+  }
 
  private:
   int reap() {
@@ -156,56 +271,70 @@ class IsolatedRun {
     return status;
   }
 
-  int fd_;
-  pid_t pid_;
-  const std::string& path_;
-  const IsolationLimits& limits_;
+  int fd_ = -1;
+  pid_t pid_ = -1;
+  IsolationLimits limits_;
+  std::span<std::byte> shared_;
 };
 
 void ParentChannel::read(std::span<std::byte> out) {
   if (out.size() > left_) throw Error("child process message truncated");
-  (void)run_.read_exact(out, false);
+  if (shared_.empty()) {
+    (void)link_.read_exact(path_, out, false);
+  } else {
+    if (!out.empty()) std::memcpy(out.data(), shared_.data(), out.size());
+    shared_ = shared_.subspan(out.size());
+  }
   left_ -= out.size();
+  // The whole body copied out: the child may write its next message while this one is used.
+  if (left_ == 0 && shared_.data() != nullptr) {
+    link_.acknowledge(path_);
+    shared_ = {};
+  }
 }
 
-void run_isolated_stream(const std::string& path, const std::function<void(ChildChannel&)>& work,
-                         const std::function<void(ParentChannel&)>& on_message, const IsolationLimits& limits) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw IoError(std::string("cannot create a pipe: ") + std::strerror(errno));
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw IoError(std::string("cannot start the child process: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    // The child's only channel is the pipe: what a crashing libhdf5 (or a sanitizer's report of
-    // it) prints must not reach the user's stderr, where the parent reports the one error line.
-    if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) ::dup2(null, STDERR_FILENO);
-    ChildChannel channel(fds[1]);
-    const std::string last = final_frame(work, channel);
-    if (write_frame_header(fds[1], last[0], last.size() - 1)) write_all(fds[1], last.data() + 1, last.size() - 1);
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  IsolatedRun run(fds[0], pid, path, limits);
+IsolatedWorker::IsolatedWorker(Serve serve, IsolationLimits limits)
+    : serve_(std::move(serve)), limits_(std::move(limits)) {}
+
+IsolatedWorker::~IsolatedWorker() = default;
+
+void IsolatedWorker::start() {
+  if (!link_ || !link_->alive()) link_ = std::make_unique<WorkerLink>(serve_, limits_);
+}
+
+void IsolatedWorker::call(const std::string& path, std::string_view request,
+                          const std::function<void(ParentChannel&)>& on_message) {
+  start();
+  WorkerLink& link = *link_;
+  // Whatever ends this call early (an error of `on_message`, a crash) leaves no child behind
+  // mid-request: it could not serve another one.
+  struct EndOnError {
+    WorkerLink& link;
+    int pending = std::uncaught_exceptions();
+    ~EndOnError() {
+      if (std::uncaught_exceptions() > pending) link.kill();
+    }
+  } guard{link};
+  link.send_request(path, request);
   for (;;) {
     std::byte header[kFrameHeader];
-    if (!run.read_exact(header, true)) run.ended_early();
+    if (!link.read_exact(path, header, true)) link.ended_early(path);
     const char kind = static_cast<char>(header[0]);
     std::uint64_t body = 0;
     std::memcpy(&body, header + 1, sizeof body);
-    if (kind == 'M') {
-      ParentChannel channel(run, body);
+    if (kind == kMessage || kind == kSharedMessage) {
+      const bool shared = kind == kSharedMessage;
+      if (shared && body > link.shared().size()) throw Error("child process message malformed");
+      if (shared && body == 0) link.acknowledge(path);  // nothing to copy out
+      ParentChannel channel(link, path, body,
+                            shared && body > 0 ? link.shared().first(body) : std::span<const std::byte>());
       on_message(channel);
       if (channel.left() != 0) throw Error("child process message not read whole");
       continue;
     }
-    if (body > (std::uint64_t{1} << 30)) throw Error("child process answer malformed");
+    if (body > kMaxFinalFrame) throw Error("child process answer malformed");
     std::string rest(static_cast<std::size_t>(body), '\0');
-    (void)run.read_exact(std::as_writable_bytes(std::span(rest)), false);
-    run.finish();
+    (void)link.read_exact(path, std::as_writable_bytes(std::span(rest)), false);
     if (kind == 'O') return;
     rethrow(kind, rest);
   }
@@ -213,21 +342,20 @@ void run_isolated_stream(const std::string& path, const std::function<void(Child
 
 std::string run_isolated(const std::string& path, const std::function<std::string()>& work,
                          const IsolationLimits& limits) {
-  std::string reply;
-  bool answered = false;
-  run_isolated_stream(
-      path,
-      [&](ChildChannel& channel) {
+  IsolatedWorker worker(
+      [&](std::string_view, ChildChannel& channel) {
         const std::string bytes = work();
         const std::span<const std::byte> part = std::as_bytes(std::span(bytes));
         channel.send(std::span(&part, 1));
       },
-      [&](ParentChannel& channel) {
-        reply.resize(static_cast<std::size_t>(channel.left()));
-        channel.read(std::as_writable_bytes(std::span(reply)));
-        answered = true;
-      },
       limits);
+  std::string reply;
+  bool answered = false;
+  worker.call(path, {}, [&](ParentChannel& channel) {
+    reply.resize(static_cast<std::size_t>(channel.left()));
+    channel.read(std::as_writable_bytes(std::span(reply)));
+    answered = true;
+  });
   if (!answered) throw FormatError(path + ": the child process ended without an answer", path);
   return reply;
 }

@@ -6,14 +6,16 @@
 // the file instead of a crash or a hang; an error the work raises travels back with its type, so
 // messages and exit codes are unchanged.
 //
-// The pipe carries frames: one kind byte, a u64 body length, the body. The child's work sends
-// message frames ('M'); a last frame says it finished ('O') or carries its error.
+// The channel (a socket pair) carries frames: one kind byte, a u64 body length, the body. The
+// parent sends a request frame; the child's work answers with message frames ('M') and a last
+// frame that says it finished ('O') or carries its error.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -88,29 +90,43 @@ class Unwire {
   std::string_view rest_;
 };
 
-// The child's end of the pipe.
+class WorkerLink;  // the parent's side of one child (isolated.cpp)
+
+// The child's end of the channel.
 class ChildChannel {
  public:
-  explicit ChildChannel(int fd) : fd_(fd) {}
-  // One message frame whose body is `parts`, written straight from them (no copy into a buffer).
-  void send(std::span<const std::span<const std::byte>> parts) const;
+  ChildChannel(int fd, std::span<std::byte> shared) : fd_(fd), shared_(shared) {}
+  // One message whose body is `parts`. A body that fits the memory shared with the parent is
+  // copied there and announced by a short frame (the parent copies it out and acknowledges it
+  // before the next one is written); a larger one is written to the socket from `parts`.
+  void send(std::span<const std::span<const std::byte>> parts);
+  // Waits for the parent's acknowledgement of the last shared message, if any (before the
+  // child reads its next request from the socket the acknowledgements share).
+  void settle();
 
  private:
   int fd_;
+  std::span<std::byte> shared_;
+  bool unacknowledged_ = false;
 };
 
-// The parent's end: the body of the frame being handed over, read in exact pieces.
+// The parent's end: the body of the message frame being handed over, read in exact pieces.
 class ParentChannel {
  public:
   // Fills `out` from the body; Error when the body holds fewer bytes.
   void read(std::span<std::byte> out);
   std::uint64_t left() const noexcept { return left_; }
 
-  ParentChannel(class IsolatedRun& run, std::uint64_t body) : run_(run), left_(body) {}  // by run_isolated_stream
+  // Made by IsolatedWorker::call for each message; `path` names the file in errors. `shared`:
+  // the body, when the child put it in the shared memory (empty: it comes on the socket).
+  ParentChannel(WorkerLink& link, const std::string& path, std::uint64_t body, std::span<const std::byte> shared)
+      : link_(link), path_(path), left_(body), shared_(shared) {}
 
  private:
-  class IsolatedRun& run_;
+  WorkerLink& link_;
+  const std::string& path_;
   std::uint64_t left_;
+  std::span<const std::byte> shared_;
 };
 
 struct IsolationLimits {
@@ -119,14 +135,36 @@ struct IsolationLimits {
   std::string doing = "reading the file's structure";  // for the crash and timeout messages
 };
 
-// Runs `work(channel)` in a child process; each message frame it sends is handed to
-// `on_message` (which must read its whole body) as it arrives. Returns when the work finished;
-// rethrows its error; FormatError naming `path` when the child crashed or stayed silent. An
-// exception from `on_message` kills the child and propagates.
-void run_isolated_stream(const std::string& path, const std::function<void(ChildChannel&)>& work,
-                         const std::function<void(ParentChannel&)>& on_message, const IsolationLimits& limits = {});
+// A child process that serves requests one after another. It is forked once (by `start`, or at
+// the first call), so memory the parent allocates later is not shared with it copy-on-write: a
+// child forked per request from a parent holding hundreds of MiB would make both copy every
+// shared page they then write. A call whose child crashed or stayed silent ends the child; the
+// next call forks anew.
+class IsolatedWorker {
+ public:
+  using Serve = std::function<void(std::string_view request, ChildChannel&)>;
+  IsolatedWorker(Serve serve, IsolationLimits limits);
+  IsolatedWorker(const IsolatedWorker&) = delete;
+  IsolatedWorker& operator=(const IsolatedWorker&) = delete;
+  ~IsolatedWorker();  // ends the child
 
-// Runs `work` in a child process and returns the bytes it produced (one message).
+  // Forks the child now (when it is not running), while the parent is small: the pages the two
+  // share copy-on-write are then few (see above).
+  void start();
+
+  // Runs `serve(request)` in the child; each message frame it sends is handed to `on_message`
+  // (which must read its whole body) as it arrives. Rethrows the error `serve` raised;
+  // FormatError naming `path` when the child crashed or stayed silent. An exception from
+  // `on_message` ends the child and propagates.
+  void call(const std::string& path, std::string_view request, const std::function<void(ParentChannel&)>& on_message);
+
+ private:
+  Serve serve_;
+  IsolationLimits limits_;
+  std::unique_ptr<WorkerLink> link_;
+};
+
+// Runs `work` in a child process of its own and returns the bytes it produced.
 std::string run_isolated(const std::string& path, const std::function<std::string()>& work,
                          const IsolationLimits& limits = {});
 

@@ -90,10 +90,9 @@ void apply_config(const CLI::App& cmd, BuildArgs& a, const ragged::zagg::Config&
     a.o.time_col = c.time_variable;  // granules give toc words; other inputs GPS nanoseconds
     if (unset("--time-format")) a.time_format = "gps-ns";
   }
-  a.o.input_reader = [plan = c.plan](const std::string& path, std::size_t file, std::size_t rows,
-                                     const ragged::build::PointSink& sink) {
-    return read_granule_isolated(path, plan, file, rows, sink);
-  };
+  a.o.input_reader = [reader = std::make_shared<GranuleReader>(c.plan)](
+                         const std::string& path, std::size_t file, std::size_t rows,
+                         const ragged::build::PointSink& sink) { return reader->read(path, file, rows, sink); };
 }
 
 // `--valid-range MIN,MAX` (either side may be empty: `0,` keeps non-negative values) into the

@@ -1,4 +1,4 @@
-// `ragged build` reads each HDF5 granule in a child process (isolated.hpp): libhdf5 reads the
+// `ragged build` reads its HDF5 granules in a child process (isolated.hpp): libhdf5 reads the
 // granule's structure and any chunk tessera does not decode itself, and a damaged granule can
 // make it crash or loop. The child runs interop::read_granule and sends each block of rows back
 // as it is read: a small header (counts, the names of the extra columns, the dropped-row counts)
@@ -6,6 +6,7 @@
 // row costs two kernel copies and no serialization. A crash names the granule; a child that
 // sends nothing for kGranuleSilence is stopped.
 #include <chrono>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -81,21 +82,33 @@ void receive_block(ParentChannel& channel, ragged::build::PointBlock& block) {
 
 }  // namespace
 
-bool read_granule_isolated(const std::string& path, const ragged::zagg::GranulePlan& plan, std::size_t file,
-                           std::size_t block_rows, const ragged::build::PointSink& sink) {
+GranuleReader::GranuleReader(ragged::zagg::GranulePlan plan)
+    : plan_(std::move(plan)),
+      worker_(
+          [this](std::string_view request, ChildChannel& channel) {
+            Unwire r(request);
+            const std::string granule = r.str();
+            const auto file = static_cast<std::size_t>(r.u64());
+            const auto rows = static_cast<std::size_t>(r.u64());
+            (void)interop::read_granule(granule, plan_, file, rows,
+                                        [&](ragged::build::PointBlock& b) { send_block(channel, b); });
+          },
+          IsolationLimits{kGranuleSilence, "reading the granule"}) {
+  worker_.start();  // now, before the build has allocated anything the two would share
+}
+
+bool GranuleReader::read(const std::string& path, std::size_t file, std::size_t block_rows,
+                         const ragged::build::PointSink& sink) {
   if (!interop::is_hdf5_file(path)) return false;
+  Wire request;
+  request.put(path);
+  request.put(static_cast<std::uint64_t>(file));
+  request.put(static_cast<std::uint64_t>(block_rows));
   ragged::build::PointBlock block;
-  run_isolated_stream(
-      path,
-      [&](ChildChannel& channel) {
-        (void)interop::read_granule(path, plan, file, block_rows,
-                                    [&](ragged::build::PointBlock& b) { send_block(channel, b); });
-      },
-      [&](ParentChannel& channel) {
-        receive_block(channel, block);
-        sink(block);
-      },
-      IsolationLimits{kGranuleSilence, "reading the granule"});
+  worker_.call(path, request.bytes(), [&](ParentChannel& channel) {
+    receive_block(channel, block);
+    sink(block);
+  });
   return true;
 }
 

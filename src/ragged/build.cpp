@@ -398,8 +398,9 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
   std::vector<Fault> faults;
   std::vector<std::uint64_t> class_words;
   std::vector<std::byte> record(layout.size());
-  for (std::size_t file = 0; file < o.inputs.size(); ++file) {
+  {
     const auto consume = [&](detail::RowBlock& b) {
+      const std::string& input = o.inputs.at(b.file);
       for (const auto& [reason, rows] : b.dropped) {
         report.rows_read += rows;
         report.rejected[reason] += rows;
@@ -408,7 +409,7 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
       ids.resize(n);
       faults.resize(n);
       if (layout.classes) {
-        classes.check(b, o.inputs[file]);
+        classes.check(b, input);
         class_words.resize(n);
       }
       arena.execute([&] {
@@ -436,10 +437,9 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
         ++report.rows_read;
         if (faults[i] != Fault::Ok) {
           if (o.strict)
-            throw FormatError(o.inputs[file] + ": row " + std::to_string(b.first_row + i) + ": " +
-                                  describe(faults[i], b, i) +
+            throw FormatError(input + ": row " + std::to_string(b.first_row + i) + ": " + describe(faults[i], b, i) +
                                   " (--strict stops at the first bad row; no leaf was written)",
-                              o.inputs[file], "input row");
+                              input, "input row");
           ++report.rejected[reason_of(faults[i])];
           continue;
         }
@@ -455,11 +455,14 @@ BuildReport run(const std::string& out, BuildOptions o, const ProgressSink& prog
       if (progress)
         progress({BuildProgress::Phase::Reading, report.rows_read, total_rows == UINT64_MAX ? 0 : total_rows});
     };
+    // One reading thread for all inputs, so the next input is read while this one's last
+    // blocks are geocoded (a granule read by a reader process included).
     constexpr std::size_t kBlockRows = std::size_t{1} << 18;
     detail::read_ahead(
         [&](const PointSink& sink) {
-          if (!o.input_reader || !o.input_reader(o.inputs[file], file, kBlockRows, sink))
-            detail::read_input(o.inputs[file], file, columns, kBlockRows, sink);
+          for (std::size_t file = 0; file < o.inputs.size(); ++file)
+            if (!o.input_reader || !o.input_reader(o.inputs[file], file, kBlockRows, sink))
+              detail::read_input(o.inputs[file], file, columns, kBlockRows, sink);
         },
         consume);
   }

@@ -289,6 +289,9 @@ void read_ahead(const std::function<void(const PointSink&)>& produce, const std:
   std::mutex m;
   std::condition_variable changed;
   std::deque<RowBlock> queue;
+  // Blocks the consumer is done with: the producer's next block takes one's vectors, so a
+  // block's memory is allocated and faulted in once, not for every block read.
+  std::vector<RowBlock> spare;
   bool done = false, cancelled = false;
   std::exception_ptr error;
   std::thread reader([&] {
@@ -298,6 +301,12 @@ void read_ahead(const std::function<void(const PointSink&)>& produce, const std:
         changed.wait(lock, [&] { return queue.size() < depth || cancelled; });
         if (cancelled) throw Cancelled{};
         queue.push_back(std::move(block));
+        if (!spare.empty()) {
+          block = std::move(spare.back());
+          spare.pop_back();
+          block.clear();
+          block.file = queue.back().file;
+        }
         changed.notify_all();
       });
     } catch (const Cancelled&) {
@@ -321,6 +330,8 @@ void read_ahead(const std::function<void(const PointSink&)>& produce, const std:
         changed.notify_all();
       }
       consume(block);
+      const std::lock_guard lock(m);
+      if (spare.size() < depth) spare.push_back(std::move(block));
     }
   } catch (...) {
     {

@@ -24,6 +24,8 @@ constexpr std::uint64_t kMaxFinalFrame = std::uint64_t{1} << 30;
 // hundreds of copies and context switches). Only the pages a message touches are ever faulted in.
 constexpr std::size_t kSharedBytes = std::size_t{64} << 20;
 constexpr char kAck = 'A';
+// What a child working ahead of the parent may hold in messages the parent has not taken yet.
+constexpr std::size_t kQueueBytes = std::size_t{96} << 20;
 // Frame kinds: a message on the socket, a message in the shared memory (the error kinds of a
 // last frame are letters of their own: F U S I L G, and O for success).
 constexpr char kMessage = 'M';
@@ -122,7 +124,7 @@ std::string final_frame(const IsolatedWorker::Serve& serve, std::string_view req
   // threads); kept in the heap, they are reused. The child's memory stays its largest request's.
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  ChildChannel channel(fd, shared);
+  ChildChannel channel(fd, shared, kQueueBytes);
   for (;;) {
     channel.settle();
     char header[kFrameHeader];
@@ -131,7 +133,8 @@ std::string final_frame(const IsolatedWorker::Serve& serve, std::string_view req
     std::memcpy(&size, header + 1, sizeof size);
     std::string request(static_cast<std::size_t>(size), '\0');
     if (!read_all(fd, request.data(), request.size())) ::_exit(0);
-    const std::string last = final_frame(serve, request, channel);
+    std::string last = final_frame(serve, request, channel);
+    channel.flush();  // every message before the last frame
     const std::span<const std::byte> body = std::as_bytes(std::span(last)).subspan(1);
     if (!write_frame(fd, last[0], std::span(&body, 1))) ::_exit(0);
   }
@@ -139,31 +142,76 @@ std::string final_frame(const IsolatedWorker::Serve& serve, std::string_view req
 
 }  // namespace
 
-void ChildChannel::settle() {
+bool ChildChannel::take_acknowledgement(bool wait) {
+  if (!unacknowledged_) return true;
+  if (!wait) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+  }
   char ack = 0;
   // The parent is gone or gave up on this child: nothing is waiting for more.
-  if (unacknowledged_ && (!read_all(fd_, &ack, 1) || ack != kAck)) ::_exit(0);
+  if (!read_all(fd_, &ack, 1) || ack != kAck) ::_exit(0);
   unacknowledged_ = false;
+  return true;
 }
 
-void ChildChannel::send(std::span<const std::span<const std::byte>> parts) {
+void ChildChannel::post(std::span<const std::span<const std::byte>> parts) {
   std::uint64_t body = 0;
-  for (const auto& part : parts) body += part.size();
-  if (body > shared_.size()) {
-    if (!write_frame(fd_, kMessage, parts)) ::_exit(0);
-    return;
-  }
-  settle();
   std::byte* at = shared_.data();
   for (const auto& part : parts) {
     if (!part.empty()) std::memcpy(at, part.data(), part.size());
     at += part.size();
+    body += part.size();
   }
   char header[kFrameHeader];
   header[0] = kSharedMessage;
   std::memcpy(header + 1, &body, sizeof body);
   if (!write_all(fd_, header, sizeof header)) ::_exit(0);
   unacknowledged_ = true;
+}
+
+void ChildChannel::flush() {
+  while (!queue_.empty()) {
+    (void)take_acknowledgement(true);
+    const std::span<const std::byte> head = queue_.front();
+    post(std::span(&head, 1));
+    queued_ -= queue_.front().size();
+    queue_.pop_front();
+  }
+}
+
+void ChildChannel::settle() {
+  flush();
+  (void)take_acknowledgement(true);
+}
+
+void ChildChannel::send(std::span<const std::span<const std::byte>> parts) {
+  std::uint64_t body = 0;
+  for (const auto& part : parts) body += part.size();
+  if (body > shared_.size()) {
+    flush();
+    if (!write_frame(fd_, kMessage, parts)) ::_exit(0);
+    return;
+  }
+  // The queue first, as far as the parent has taken the messages before it.
+  while (!queue_.empty() && take_acknowledgement(false)) {
+    const std::span<const std::byte> head = queue_.front();
+    post(std::span(&head, 1));
+    queued_ -= queue_.front().size();
+    queue_.pop_front();
+  }
+  if (queue_.empty() && take_acknowledgement(false)) return post(parts);
+  std::vector<std::byte>& copy = queue_.emplace_back();
+  copy.reserve(static_cast<std::size_t>(body));
+  for (const auto& part : parts) copy.insert(copy.end(), part.begin(), part.end());
+  queued_ += copy.size();
+  while (queued_ > queue_bytes_) {  // full: wait for the parent
+    (void)take_acknowledgement(true);
+    const std::span<const std::byte> head = queue_.front();
+    post(std::span(&head, 1));
+    queued_ -= queue_.front().size();
+    queue_.pop_front();
+  }
 }
 
 // The parent's side of one child: its socket, its pid, and the silence deadline.
@@ -210,7 +258,14 @@ class WorkerLink {
     if (!write_all(fd_, &kAck, 1)) ended_early(path);
   }
 
-  bool alive() const noexcept { return pid_ > 0; }
+  // Whether the child is still there to serve a request (one that died while idle, killed from
+  // outside, is reaped here, so the next request gets a new child rather than its death).
+  bool alive() noexcept {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+    return pid_ > 0;
+  }
 
   void send_request(const std::string& path, std::string_view request) {
     const std::span<const std::byte> body = std::as_bytes(std::span(request));
@@ -304,7 +359,17 @@ void IsolatedWorker::start() {
 
 void IsolatedWorker::call(const std::string& path, std::string_view request,
                           const std::function<void(ParentChannel&)>& on_message) {
+  begin(path, request);
+  finish(path, on_message);
+}
+
+void IsolatedWorker::begin(const std::string& path, std::string_view request) {
   start();
+  link_->send_request(path, request);
+}
+
+void IsolatedWorker::finish(const std::string& path, const std::function<void(ParentChannel&)>& on_message) {
+  if (!link_) throw Error("IsolatedWorker::finish without a request begun");
   WorkerLink& link = *link_;
   // Whatever ends this call early (an error of `on_message`, a crash) leaves no child behind
   // mid-request: it could not serve another one.
@@ -315,7 +380,6 @@ void IsolatedWorker::call(const std::string& path, std::string_view request,
       if (std::uncaught_exceptions() > pending) link.kill();
     }
   } guard{link};
-  link.send_request(path, request);
   for (;;) {
     std::byte header[kFrameHeader];
     if (!link.read_exact(path, header, true)) link.ended_early(path);

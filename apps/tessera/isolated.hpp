@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -95,19 +96,30 @@ class WorkerLink;  // the parent's side of one child (isolated.cpp)
 // The child's end of the channel.
 class ChildChannel {
  public:
-  ChildChannel(int fd, std::span<std::byte> shared) : fd_(fd), shared_(shared) {}
+  ChildChannel(int fd, std::span<std::byte> shared, std::size_t queue_bytes)
+      : fd_(fd), shared_(shared), queue_bytes_(queue_bytes) {}
   // One message whose body is `parts`. A body that fits the memory shared with the parent is
-  // copied there and announced by a short frame (the parent copies it out and acknowledges it
-  // before the next one is written); a larger one is written to the socket from `parts`.
+  // copied there and announced by a short frame; the parent copies it out and acknowledges it
+  // before the next one is written there. While it has not, messages wait in a queue of at most
+  // `queue_bytes` in the child, so a child working ahead of the parent keeps reading. A larger
+  // body is written to the socket from `parts`.
   void send(std::span<const std::span<const std::byte>> parts);
-  // Waits for the parent's acknowledgement of the last shared message, if any (before the
-  // child reads its next request from the socket the acknowledgements share).
+  // Hands every queued message over (waiting for the parent's acknowledgements).
+  void flush();
+  // flush, then waits for the acknowledgement of the last shared message (before the child
+  // reads its next request from the socket the acknowledgements share).
   void settle();
 
  private:
+  bool take_acknowledgement(bool wait);
+  void post(std::span<const std::span<const std::byte>> parts);
+
   int fd_;
   std::span<std::byte> shared_;
+  std::size_t queue_bytes_;
   bool unacknowledged_ = false;
+  std::deque<std::vector<std::byte>> queue_;
+  std::size_t queued_ = 0;
 };
 
 // The parent's end: the body of the message frame being handed over, read in exact pieces.
@@ -157,6 +169,10 @@ class IsolatedWorker {
   // FormatError naming `path` when the child crashed or stayed silent. An exception from
   // `on_message` ends the child and propagates.
   void call(const std::string& path, std::string_view request, const std::function<void(ParentChannel&)>& on_message);
+  // `call` in two steps: `begin` hands the request over (the child starts at once), `finish`
+  // receives its messages. Between them the parent may begin requests on other workers.
+  void begin(const std::string& path, std::string_view request);
+  void finish(const std::string& path, const std::function<void(ParentChannel&)>& on_message);
 
  private:
   Serve serve_;

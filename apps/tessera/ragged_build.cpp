@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "commands.hpp"
@@ -22,6 +23,7 @@
 #include "tessera/core/error.hpp"
 #include "ragged_common.hpp"
 #include "ragged_granule_isolated.hpp"
+#include "tessera/interop/detect.hpp"
 #include "tessera/ragged/build.hpp"
 #include "tessera/ragged/zagg_config.hpp"
 #include "tessera/version.hpp"
@@ -90,9 +92,15 @@ void apply_config(const CLI::App& cmd, BuildArgs& a, const ragged::zagg::Config&
     a.o.time_col = c.time_variable;  // granules give toc words; other inputs GPS nanoseconds
     if (unset("--time-format")) a.time_format = "gps-ns";
   }
-  a.o.input_reader = [reader = std::make_shared<GranuleReader>(c.plan)](
-                         const std::string& path, std::size_t file, std::size_t rows,
-                         const ragged::build::PointSink& sink) { return reader->read(path, file, rows, sink); };
+  // HDF5 granules are read by reader processes forked now, while the process is small (see
+  // GranuleReader): one per thread, at most one per granule.
+  const auto granules = static_cast<unsigned>(std::count_if(
+      a.o.inputs.begin(), a.o.inputs.end(), [](const std::string& path) { return interop::is_hdf5_file(path); }));
+  if (granules == 0) return;
+  const unsigned threads = a.o.threads ? a.o.threads : std::max(1u, std::thread::hardware_concurrency());
+  auto reader = std::make_shared<GranuleReader>(c.plan, a.o.inputs, std::min({threads, granules, 8u}));
+  a.o.input_reader = [reader](const std::string& path, std::size_t file, std::size_t rows,
+                              const ragged::build::PointSink& sink) { return reader->read(path, file, rows, sink); };
 }
 
 // `--valid-range MIN,MAX` (either side may be empty: `0,` keeps non-negative values) into the

@@ -5,6 +5,7 @@
 // and then the columns' raw values, written from and read into the blocks' own vectors, so a
 // row costs two kernel copies and no serialization. A crash names the granule; a child that
 // sends nothing for kGranuleSilence is stopped.
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <span>
@@ -82,30 +83,52 @@ void receive_block(ParentChannel& channel, ragged::build::PointBlock& block) {
 
 }  // namespace
 
-GranuleReader::GranuleReader(ragged::zagg::GranulePlan plan)
-    : plan_(std::move(plan)),
-      worker_(
-          [this](std::string_view request, ChildChannel& channel) {
-            Unwire r(request);
-            const std::string granule = r.str();
-            const auto file = static_cast<std::size_t>(r.u64());
-            const auto rows = static_cast<std::size_t>(r.u64());
-            (void)interop::read_granule(granule, plan_, file, rows,
-                                        [&](ragged::build::PointBlock& b) { send_block(channel, b); });
-          },
-          IsolationLimits{kGranuleSilence, "reading the granule"}) {
-  worker_.start();  // now, before the build has allocated anything the two would share
+GranuleReader::GranuleReader(ragged::zagg::GranulePlan plan, std::vector<std::string> inputs, unsigned readers)
+    : plan_(std::move(plan)), inputs_(std::move(inputs)) {
+  const auto serve = [this](std::string_view request, ChildChannel& channel) {
+    Unwire r(request);
+    const std::string granule = r.str();
+    const auto file = static_cast<std::size_t>(r.u64());
+    const auto rows = static_cast<std::size_t>(r.u64());
+    (void)interop::read_granule(granule, plan_, file, rows,
+                                [&](ragged::build::PointBlock& b) { send_block(channel, b); });
+  };
+  for (unsigned i = 0; i < std::max(1u, readers); ++i) {
+    workers_.push_back(
+        std::make_unique<IsolatedWorker>(serve, IsolationLimits{kGranuleSilence, "reading the granule"}));
+    workers_.back()->start();  // now, before the build has allocated anything the two would share
+  }
+  working_on_.resize(workers_.size());
 }
 
-bool GranuleReader::read(const std::string& path, std::size_t file, std::size_t block_rows,
-                         const ragged::build::PointSink& sink) {
-  if (!interop::is_hdf5_file(path)) return false;
+void GranuleReader::begin(std::size_t file, const std::string& path, std::size_t block_rows) {
+  const auto idle = std::find(working_on_.begin(), working_on_.end(), std::nullopt);
+  const auto w = static_cast<std::size_t>(idle - working_on_.begin());
   Wire request;
   request.put(path);
   request.put(static_cast<std::uint64_t>(file));
   request.put(static_cast<std::uint64_t>(block_rows));
+  workers_[w]->begin(path, request.bytes());
+  working_on_[w] = file;
+}
+
+bool GranuleReader::read(const std::string& path, std::size_t file, std::size_t block_rows,
+                         const ragged::build::PointSink& sink) {
+  auto has = [&](std::size_t f) { return std::find(working_on_.begin(), working_on_.end(), f) != working_on_.end(); };
+  if (!has(file)) {
+    if (!interop::is_hdf5_file(path)) return false;
+    begin(file, path, block_rows);
+  }
+  // The next granules on the idle readers.
+  for (std::size_t next = file + 1;
+       next < inputs_.size() && std::find(working_on_.begin(), working_on_.end(), std::nullopt) != working_on_.end();
+       ++next)
+    if (!has(next) && interop::is_hdf5_file(inputs_[next])) begin(next, inputs_[next], block_rows);
+  const auto w =
+      static_cast<std::size_t>(std::find(working_on_.begin(), working_on_.end(), file) - working_on_.begin());
   ragged::build::PointBlock block;
-  worker_.call(path, request.bytes(), [&](ParentChannel& channel) {
+  working_on_[w].reset();  // whatever happens below, this reader is done with the request
+  workers_[w]->finish(path, [&](ParentChannel& channel) {
     receive_block(channel, block);
     sink(block);
   });

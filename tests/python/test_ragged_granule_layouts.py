@@ -149,11 +149,12 @@ def test_a_damaged_chunk_names_the_granule_and_the_dataset(tmp_path):
     shutil.rmtree(tmp_path / "hive", ignore_errors=True)
 
 
-def test_a_granule_reader_killed_by_a_signal_is_one_error_naming_the_granule(tmp_path, cli):
-    """Granules are read in a child process, because libhdf5 trusts what a file says and can
-    crash or loop on a damaged one. Here a reader dies of SIGSEGV mid-build (sent from outside,
-    as a crash inside libhdf5 would raise it): the build ends with exit 1 and one error line
-    naming that granule, and leaves no manifest behind."""
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_granule_reader_killed_by_a_signal_is_one_error_naming_the_granule(tmp_path, cli, threads):
+    """Granules are read in reader processes, because libhdf5 trusts what a file says and can
+    crash or loop on a damaged one. Here a reader dies of SIGSEGV while it reads a granule (sent
+    from outside, as a crash inside libhdf5 would raise it): the build ends with exit 1 and one
+    error line naming that granule, and leaves no manifest behind."""
     import os
     import signal
     import subprocess
@@ -165,8 +166,16 @@ def test_a_granule_reader_killed_by_a_signal_is_one_error_naming_the_granule(tmp
     for i in range(1, 40):  # many granules: the build forks a reader for each, so one is caught
         shutil.copyfile(granules / "ATL06_000.h5", granules / f"ATL06_{i:03d}.h5")
     proc = subprocess.Popen([str(cli), "ragged", "build", "--config", str(CONFIGS / "atl06.yaml"), "--input",
-                             str(granules / "ATL06_*.h5"), "--out", str(tmp_path / "hive"), "--threads", "1"],
+                             str(granules / "ATL06_*.h5"), "--out", str(tmp_path / "hive"), "--threads", str(threads)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def reading_a_granule(pid):
+        try:
+            return any(os.readlink(fd).endswith(".h5") for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            return False
+
+    # The reader processes are forked before the build starts; one is killed while it has a
+    # granule open (an idle reader that dies is just replaced).
     victim, deadline = None, time.monotonic() + 60
     while victim is None and proc.poll() is None and time.monotonic() < deadline:
         children = []
@@ -175,11 +184,12 @@ def test_a_granule_reader_killed_by_a_signal_is_one_error_naming_the_granule(tmp
                 children += (task / "children").read_text().split()
             except OSError:
                 pass
-        if children:
-            victim = int(children[0])
+        busy = [int(c) for c in children if reading_a_granule(c)]
+        if busy:
+            victim = busy[0]
             os.kill(victim, signal.SIGSEGV)
         else:
-            time.sleep(0.001)
+            time.sleep(0.0005)
     _, err = proc.communicate(timeout=120)
     assert victim is not None, "the build ended before a granule reader could be caught"
     assert proc.returncode == 1, err
@@ -187,3 +197,18 @@ def test_a_granule_reader_killed_by_a_signal_is_one_error_naming_the_granule(tmp
     assert "libhdf5 crashed (Segmentation fault) reading the granule; the file is damaged" in err, err
     assert "/ATL06_0" in err, err
     assert not (tmp_path / "hive" / "morton_hive.json").exists()
+
+
+def test_granules_read_by_parallel_readers_build_the_hive_one_reader_builds(tmp_path):
+    """With two threads, two reader processes read granules ahead of the build, which still
+    takes their rows in input order: the leaves equal those of a one-reader build."""
+    for i in range(6):
+        write_atl06(tmp_path / f"ATL06_{i}.h5", atl06_columns(seed=20 + i), LAYOUTS["gzip-shuffle-odd-chunks"])
+    reports = {}
+    for threads in (1, 2):
+        reports[threads] = json.loads(run_cli("ragged", "build", "--config", CONFIGS / "atl06.yaml", "--input",
+                                              tmp_path / "ATL06_*.h5", "--out", tmp_path / f"hive{threads}",
+                                              "--threads", threads).stdout)
+    assert reports[1]["rows"] == reports[2]["rows"] and reports[1]["rows"]["accepted"] > 0
+    assert [(l["leaf"], l["combined_hash"]) for l in reports[1]["leaves"]] == \
+           [(l["leaf"], l["combined_hash"]) for l in reports[2]["leaves"]]

@@ -170,13 +170,17 @@ void ChildChannel::post(std::span<const std::span<const std::byte>> parts) {
   unacknowledged_ = true;
 }
 
+void ChildChannel::post_head() {
+  const std::span<const std::byte> head = queue_.front();
+  post(std::span(&head, 1));
+  queued_ -= queue_.front().size();
+  queue_.pop_front();
+}
+
 void ChildChannel::flush() {
   while (!queue_.empty()) {
     (void)take_acknowledgement(true);
-    const std::span<const std::byte> head = queue_.front();
-    post(std::span(&head, 1));
-    queued_ -= queue_.front().size();
-    queue_.pop_front();
+    post_head();
   }
 }
 
@@ -194,12 +198,7 @@ void ChildChannel::send(std::span<const std::span<const std::byte>> parts) {
     return;
   }
   // The queue first, as far as the parent has taken the messages before it.
-  while (!queue_.empty() && take_acknowledgement(false)) {
-    const std::span<const std::byte> head = queue_.front();
-    post(std::span(&head, 1));
-    queued_ -= queue_.front().size();
-    queue_.pop_front();
-  }
+  while (!queue_.empty() && take_acknowledgement(false)) post_head();
   if (queue_.empty() && take_acknowledgement(false)) return post(parts);
   std::vector<std::byte>& copy = queue_.emplace_back();
   copy.reserve(static_cast<std::size_t>(body));
@@ -207,10 +206,7 @@ void ChildChannel::send(std::span<const std::span<const std::byte>> parts) {
   queued_ += copy.size();
   while (queued_ > queue_bytes_) {  // full: wait for the parent
     (void)take_acknowledgement(true);
-    const std::span<const std::byte> head = queue_.front();
-    post(std::span(&head, 1));
-    queued_ -= queue_.front().size();
-    queue_.pop_front();
+    post_head();
   }
 }
 

@@ -113,6 +113,7 @@ class ChildChannel {
  private:
   bool take_acknowledgement(bool wait);
   void post(std::span<const std::span<const std::byte>> parts);
+  void post_head();  // the oldest queued message (its acknowledgement taken)
 
   int fd_;
   std::span<std::byte> shared_;

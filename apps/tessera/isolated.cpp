@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,6 +223,7 @@ class WorkerLink {
       ::munmap(shared, kSharedBytes);
       throw IoError(std::string("cannot create a socket pair: ") + std::strerror(errno));
     }
+    const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ < 0) {
       ::close(fds[0]);
@@ -231,6 +233,10 @@ class WorkerLink {
     }
     if (pid_ == 0) {
       ::close(fds[0]);
+      // A child looping inside libhdf5 never looks at the channel again: it dies with the parent
+      // (with the thread that forked it, which outlives every request it serves).
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(0);  // the parent was already gone
       serve_requests(fds[1], shared_, serve);
     }
     ::close(fds[1]);

@@ -212,3 +212,54 @@ def test_granules_read_by_parallel_readers_build_the_hive_one_reader_builds(tmp_
     assert reports[1]["rows"] == reports[2]["rows"] and reports[1]["rows"]["accepted"] > 0
     assert [(l["leaf"], l["combined_hash"]) for l in reports[1]["leaves"]] == \
            [(l["leaf"], l["combined_hash"]) for l in reports[2]["leaves"]]
+
+
+def test_reader_processes_end_with_a_killed_build(tmp_path, cli):
+    """A build killed with SIGKILL leaves no reader process behind, not even one that never looks
+    at its channel again (stopped here, as one looping inside libhdf5 would be): the readers die
+    with the build."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    for i in range(30):
+        write_atl06(tmp_path / f"ATL06_{i:02d}.h5", atl06_columns(seed=40 + i), LAYOUTS["gzip"])
+    proc = subprocess.Popen([str(cli), "ragged", "build", "--config", str(CONFIGS / "atl06.yaml"), "--input",
+                             str(tmp_path / "ATL06_*.h5"), "--out", str(tmp_path / "hive"), "--threads", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def reading_a_granule(pid):
+        try:
+            return any(os.readlink(fd).endswith(".h5") for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            return False
+
+    # Both readers at work on a granule (so past their setup).
+    readers, deadline = [], time.monotonic() + 60
+    while len(readers) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        readers = []
+        for task in pathlib.Path(f"/proc/{proc.pid}/task").glob("*"):
+            try:
+                readers += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                pass
+        readers = [pid for pid in readers if reading_a_granule(pid)]
+    assert len(readers) == 2, "the build ended before both readers were seen at work"
+    # Stopped, the readers stand for ones looping inside libhdf5: they would not notice the
+    # build's end on their channel.
+    for pid in readers:
+        os.kill(pid, signal.SIGSTOP)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+    def gone(pid):
+        try:
+            state = pathlib.Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            return True
+        return state == "Z"  # dead, waiting to be reaped by init
+
+    deadline = time.monotonic() + 10
+    while not all(gone(pid) for pid in readers) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert all(gone(pid) for pid in readers), readers

@@ -332,6 +332,7 @@ void check_options(const BuildOptions& o) {
     throw UsageError("ragged build: --valid-range: the minimum " + number_text(*o.valid_min) +
                      " is above the maximum " + number_text(*o.valid_max));
   o.leaf.validate();
+  (void)detail::RowClasses(o.leaf);  // every `where` parses, and the fields fit the class words
 }
 
 // Merges the shards a build committed into the hive's root coverage MOC (spec §4.6).

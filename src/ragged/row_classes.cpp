@@ -27,9 +27,6 @@ RowClasses::RowClasses(const LeafSpec& leaf) {
   for (std::size_t f = 0; f < leaf.fields.size(); ++f) {
     const FieldSpec& field = leaf.fields[f];
     if (field.where.empty()) continue;
-    if (f >= kMaxStrata)
-      throw UsageError("field '" + field.name + "': at most " + std::to_string(kMaxStrata) +
-                       " fields of a leaf may select rows with where");
     Bound bound{RowPredicate::parse(field.where, "field '" + field.name + "' where"), {}};
     for (const std::string& name : bound.predicate.columns()) bound.columns.push_back(column_index(name));
     where_[f] = std::move(bound);
@@ -40,6 +37,10 @@ RowClasses::RowClasses(const LeafSpec& leaf) {
     threshold_ = static_cast<double>(leaf.composition->threshold);
   }
   any_ = strata > 0 || leaf.composition.has_value();
+  // Every field owns one of the word's low bits once rows carry words at all.
+  if (any_ && leaf.fields.size() > kMaxStrata)
+    throw UsageError("a leaf with strata or a composition array holds at most " + std::to_string(kMaxStrata) +
+                     " fields");
 }
 
 void RowClasses::check(const PointBlock& block, const std::string& input) const {

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <filesystem>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "support/testing.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/ragged/build.hpp"
 #include "tessera/ragged/leaf_writer.hpp"
 #include "tessera/ragged/row_predicate.hpp"
 
@@ -99,6 +102,35 @@ TEST(CompositionWord, MatchesZaggsGoldenAndTheQuantizationRules) {
   EXPECT_EQ(composition_word(std::array<double, 8>{0, 3, 0, 0, 0, 0, 0, 0}, 2), 255u << 8);
   // 255·5/34 = 37.5 → 38 (even); 255·3/34 = 22.5 → 22 (even).
   EXPECT_EQ(composition_word(std::array<double, 8>{0, 0, 5, 3, 0, 0, 0, 0}, 34), (38ull << 16) | (22ull << 24));
+}
+
+TEST(StrataBuild, BadStrataAreRefusedBeforeTheStoreIsTouched) {
+  const tessera::testing::TempDir dir("strata-refused");
+  const auto out = (dir.path() / "hive").string();
+  build::BuildOptions o;
+  o.inputs = {(dir.path() / "points.csv").string()};  // never read
+  o.value_col = "h";
+  FieldSpec signal;
+  signal.name = "h_signal";
+  signal.where = "(conf >= 2) | conf > 3";
+  o.leaf.fields = {signal};
+  try {
+    (void)build::run(out, o);
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'h_signal' where: '(conf >= 2) | conf > 3'"), std::string::npos)
+        << e.what();
+  }
+  // Once rows carry class words, every field owns one of their 32 low bits.
+  o.leaf.fields.clear();
+  for (int i = 0; i < 33; ++i) {
+    FieldSpec f;
+    f.name = "f" + std::to_string(i);
+    if (i == 0) f.where = "conf >= 2";
+    o.leaf.fields.push_back(f);
+  }
+  EXPECT_THROW((void)build::run(out, o), UsageError);
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace

@@ -232,7 +232,8 @@ std::string describe(Fault f, const detail::RowBlock& b, std::size_t i) {
   return "";
 }
 
-// The rows of `all` whose class word puts them in field `f` (`index` of `all`'s rows), into `part`.
+// The elements of `all` (one per row of a cell) whose row's class word puts it in field `f`, into
+// `part`; an empty column (not read) stays empty.
 template <typename T>
 void select_rows(std::span<const T> all, std::span<const std::uint64_t> words, std::size_t f, std::vector<T>& part) {
   part.clear();

@@ -71,13 +71,14 @@ class HttpSource final : public ByteSource {
                         " is past the end (" + std::to_string(info_.size) + " bytes)",
                     name_);
     if (dst.empty()) return;
-    Request request{
-        .range = std::to_string(offset) + "-" + std::to_string(*end - 1), .max_body = dst.size(), .shown = name_};
+    Request request{.range = std::to_string(offset) + "-" + std::to_string(*end - 1),
+                    .max_body = dst.size(),
+                    .shown = name_,
+                    .into = dst};
     if (strong_etag(info_.etag)) request.if_match = info_.etag;
     else if (!info_.last_modified.empty()) request.if_unmodified_since = info_.last_modified;
-    const Response r = perform(url_, request, options_, [&](const Response& resp) {
-      return resp.status == 206 && resp.body.size() < dst.size();
-    });
+    const Response r = perform(url_, request, options_,
+                               [&](const Response& resp) { return resp.status == 206 && resp.received < dst.size(); });
     if (r.status == 412) throw IoError(changed_text(name_), name_);
     if (r.status == 200)
       throw IoError(name_ + ": the server ignored the Range request (HTTP 200); ranged reads are required", name_);
@@ -87,11 +88,10 @@ class HttpSource final : public ByteSource {
     if ((!r.etag.empty() && r.etag != info_.etag) || (r.range_total && *r.range_total != info_.size) ||
         (info_.etag.empty() && !r.last_modified.empty() && r.last_modified != info_.last_modified))
       throw IoError(changed_text(name_), name_);
-    if (r.body.size() != dst.size())
+    if (r.received != dst.size())
       throw IoError(
-          name_ + ": short body (" + std::to_string(r.body.size()) + " of " + std::to_string(dst.size()) + " bytes)",
+          name_ + ": short body (" + std::to_string(r.received) + " of " + std::to_string(dst.size()) + " bytes)",
           name_);
-    std::copy(r.body.begin(), r.body.end(), dst.begin());
   }
 
  private:

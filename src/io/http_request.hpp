@@ -31,6 +31,10 @@ struct Request {
   std::vector<std::string> headers{};  // further request headers ("Name: value")
   // Keep up to 64 KiB of a non-2xx answer's body (S3 error documents name the reason).
   bool keep_error_body = false;
+  // Where a 2xx body goes, from its first byte, instead of Response::body: a ranged read lands in
+  // its destination without a growing buffer and a second copy. A body longer than this is
+  // refused as one past max_body is.
+  std::span<std::byte> into{};
 };
 
 struct Response {
@@ -39,7 +43,8 @@ struct Response {
   std::string last_modified;
   std::optional<std::uint64_t> content_length;
   std::optional<std::uint64_t> range_total;  // the size after '/' in Content-Range
-  std::vector<std::byte> body;
+  std::vector<std::byte> body;               // empty for a 2xx answer received into Request::into
+  std::uint64_t received = 0;                // bytes of a 2xx body, wherever they went
   bool body_too_long = false;
   int attempt = 1;   // the try that gave this answer
   int attempts = 1;  // tries allowed

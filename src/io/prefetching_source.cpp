@@ -59,9 +59,9 @@ void PrefetchingSource::read_at(std::uint64_t offset, std::span<std::byte> dst) 
     if (it != blocks_.begin()) {
       --it;
       const std::uint64_t begin = it->first;
-      const auto& bytes = it->second;
-      if (offset - begin <= bytes.size() && dst.size() <= bytes.size() - (offset - begin)) {
-        if (!dst.empty()) std::memcpy(dst.data(), bytes.data() + (offset - begin), dst.size());
+      const Block& block = it->second;
+      if (offset - begin <= block.size && dst.size() <= block.size - (offset - begin)) {
+        if (!dst.empty()) std::memcpy(dst.data(), block.bytes.get() + (offset - begin), dst.size());
         return;
       }
     }
@@ -81,7 +81,7 @@ std::size_t PrefetchingSource::prefetch(std::span<const ByteRange> ranges) const
       auto it = blocks_.upper_bound(r.offset);
       if (it != blocks_.begin()) {
         --it;
-        if (r.offset + r.length <= it->first + it->second.size()) continue;  // already held
+        if (r.offset + r.length <= it->first + it->second.size) continue;  // already held
       }
       wanted.push_back(r);
     }
@@ -98,7 +98,7 @@ std::size_t PrefetchingSource::prefetch(std::span<const ByteRange> ranges) const
   }
   if (requests.empty()) return 0;
 
-  std::vector<std::vector<std::byte>> buffers(requests.size());
+  std::vector<Block> buffers(requests.size());
   std::vector<char> done(requests.size(), 0);
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
@@ -109,8 +109,8 @@ std::size_t PrefetchingSource::prefetch(std::span<const ByteRange> ranges) const
       const std::size_t i = next.fetch_add(1);
       if (i >= requests.size() || failed.load()) return;
       try {
-        buffers[i].resize(requests[i].length);
-        inner_->read_at(requests[i].offset, buffers[i]);
+        buffers[i] = take_spare(static_cast<std::size_t>(requests[i].length));
+        inner_->read_at(requests[i].offset, {buffers[i].bytes.get(), buffers[i].size});
         done[i] = 1;
       } catch (...) {
         std::lock_guard lock(error_mutex);
@@ -133,14 +133,20 @@ std::size_t PrefetchingSource::prefetch(std::span<const ByteRange> ranges) const
   {
     std::unique_lock lock(mutex_);
     for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (!done[i]) continue;
-      held_ += buffers[i].size();
-      auto [it, inserted] = blocks_.try_emplace(requests[i].offset, std::move(buffers[i]));
-      if (!inserted && it->second.size() < requests[i].length) {
-        held_ -= it->second.size();
+      if (!done[i]) {
+        if (buffers[i].bytes) keep_spare(std::move(buffers[i]));
+        continue;
+      }
+      auto [it, inserted] = blocks_.try_emplace(requests[i].offset);
+      if (inserted) {
+        held_ += buffers[i].size;
         it->second = std::move(buffers[i]);
-      } else if (!inserted) {
-        held_ -= requests[i].length;
+      } else if (it->second.size < buffers[i].size) {
+        held_ += buffers[i].size - it->second.size;
+        std::swap(it->second, buffers[i]);
+        keep_spare(std::move(buffers[i]));
+      } else {
+        keep_spare(std::move(buffers[i]));
       }
     }
   }
@@ -148,10 +154,48 @@ std::size_t PrefetchingSource::prefetch(std::span<const ByteRange> ranges) const
   return requests.size();
 }
 
+PrefetchingSource::Block PrefetchingSource::take_spare(std::size_t size) const {
+  {
+    std::unique_lock lock(mutex_);
+    // The smallest spare that is large enough, so a large one stays for a large request.
+    auto best = spares_.end();
+    for (auto it = spares_.begin(); it != spares_.end(); ++it)
+      if (it->capacity >= size && (best == spares_.end() || it->capacity < best->capacity)) best = it;
+    if (best != spares_.end()) {
+      Block block = std::move(*best);
+      spares_.erase(best);
+      spare_bytes_ -= block.capacity;
+      block.size = size;
+      return block;
+    }
+  }
+  // Not zero-filled: the request writes every byte before the block is held.
+  return Block{std::make_unique_for_overwrite<std::byte[]>(size), size, size};
+}
+
+void PrefetchingSource::keep_spare(Block block) const {
+  // A scan's steady state needs a few spares (one block is forgotten per block fetched); more
+  // would only keep memory from the rest of the process.
+  constexpr std::uint64_t kMaxSpareBytes = std::uint64_t{64} << 20;
+  if (block.capacity == 0 || spare_bytes_ + block.capacity > kMaxSpareBytes ||
+      held_ + spare_bytes_ + block.capacity > options_.max_bytes)
+    return;
+  spare_bytes_ += block.capacity;
+  spares_.push_back(std::move(block));
+}
+
 void PrefetchingSource::drop() const {
   std::unique_lock lock(mutex_);
   blocks_.clear();
   held_ = 0;
+  spares_.clear();
+  spare_bytes_ = 0;
+}
+
+void PrefetchingSource::release_spares() const {
+  std::unique_lock lock(mutex_);
+  spares_.clear();
+  spare_bytes_ = 0;
 }
 
 void PrefetchingSource::forget(std::span<const ByteRange> ranges) const {
@@ -162,13 +206,15 @@ void PrefetchingSource::forget(std::span<const ByteRange> ranges) const {
     auto it = blocks_.lower_bound(r.offset + r.length);
     while (it != blocks_.begin()) {
       auto prev = std::prev(it);
-      if (prev->first + prev->second.size() <= r.offset) {
+      if (prev->first + prev->second.size <= r.offset) {
         // Blocks may overlap (separate prefetches), so an earlier one can still reach the range.
         it = prev;
         continue;
       }
-      held_ -= prev->second.size();
+      held_ -= prev->second.size;
+      Block freed = std::move(prev->second);
       it = blocks_.erase(prev);
+      keep_spare(std::move(freed));
     }
   }
 }

@@ -1,9 +1,42 @@
 #include "tessera/tet/read_ahead.hpp"
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
+#include <atomic>
 #include <exception>
 
 namespace tessera::tet {
+
+void for_each_in_order(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& f) {
+  if (count == 0) return;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  const auto take = [&](int) {
+    for (std::size_t k; !failed.load(std::memory_order_relaxed) && (k = next.fetch_add(1)) < count;) {
+      try {
+        f(k);
+      } catch (...) {
+        failed = true;
+        throw;  // parallel_for rethrows the first one in the calling thread
+      }
+    }
+  };
+  auto run = [&](int slots) {
+    slots = static_cast<int>(std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, slots))));
+    if (slots == 1) return take(0);
+    tbb::parallel_for(0, slots, 1, take);
+  };
+  if (threads == 0) {
+    run(tbb::this_task_arena::max_concurrency());
+  } else if (threads == 1) {
+    run(1);
+  } else {
+    tbb::task_arena arena(static_cast<int>(threads));
+    arena.execute([&] { run(static_cast<int>(threads)); });
+  }
+}
 
 bool ChunkReadAhead::fetches(const TetFile& file) noexcept {
   const auto* source = dynamic_cast<const io::PrefetchingSource*>(&file.source());
@@ -69,6 +102,7 @@ ChunkReadAhead::~ChunkReadAhead() {
   for (auto& t : fetchers_) t.join();
   for (std::size_t r = forgotten_; r < requests_.size(); ++r)
     if (state_[r] == State::Landed) source_.forget({&requests_[r], 1});
+  source_.release_spares();
 }
 
 // One long-lived thread per request in flight, so each keeps its HTTP connection between requests.

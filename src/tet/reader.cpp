@@ -537,6 +537,10 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
     scatter_tile(scratch.data(), {extent.data(), nd}, axes, out_shape, es, dst.data());
   };
 
+  if (ahead) {  // in tile order, which is the order the read-ahead fetches them in
+    for_each_in_order(checked_size(tiles), options.threads, [&](std::size_t t) { read_tile(t); });
+    return;
+  }
   auto run = [&] {
     tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, tiles, 1), [&](const tbb::blocked_range<std::uint64_t>& rg) {
       for (std::uint64_t t = rg.begin(); t != rg.end(); ++t) read_tile(t);

@@ -191,7 +191,7 @@ std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& re
       if (!direct[units[u].group]) tasks.push_back({units[u].group, u});
     for (std::size_t gi = 0; gi < groups.size(); ++gi)
       for (std::size_t bi = 0; direct[gi] && bi < blocks[gi].size(); ++bi) tasks.push_back({gi, bi});
-    for_chunks(tasks.size(), true, ctx.threads, [&](std::size_t t) {
+    for_chunks(tasks.size(), true, ctx.threads, plan.read_ahead != nullptr, [&](std::size_t t) {
       if (direct[tasks[t].group]) run_block(tasks[t].group, tasks[t].index);
       else run_unit(tasks[t].index);
     });
@@ -214,9 +214,10 @@ std::vector<typename Acc::Cell> fold_cells(const Plan& plan, const Reduction& re
     // Plain variables, not a structured binding: clang before 16 cannot capture bindings in lambdas.
     const std::size_t u0 = group_units[gi].first, u1 = group_units[gi].second;
     const std::uint64_t row = g.shape.empty() ? 1 : g.shape.back();
-    for_chunks(checked_size(g.cells / row), policy.parallel && g.cells >= 65536, ctx.threads, [&](std::size_t r) {
-      for (std::size_t u = u0; u < u1; ++u) merge_into_out(g, r * row, row, partial[u].data() + r * row);
-    });
+    for_chunks(checked_size(g.cells / row), policy.parallel && g.cells >= 65536, ctx.threads, false,
+               [&](std::size_t r) {
+                 for (std::size_t u = u0; u < u1; ++u) merge_into_out(g, r * row, row, partial[u].data() + r * row);
+               });
     for (std::size_t u = u0; u < u1; ++u) partial[u] = {};
   }
   return out;

@@ -335,7 +335,10 @@ class SpillOutput {
   std::unique_ptr<MappedFile> map_;
 };
 
-// Runs f(k) for every planned chunk index, in parallel unless `parallel` is false.
-void for_chunks(std::size_t count, bool parallel, unsigned threads, const std::function<void(std::size_t)>& f);
+// Runs f(k) for every planned chunk index, in parallel unless `parallel` is false. `in_order`:
+// threads take the indices in increasing order (tet::for_each_in_order), as a plan's read-ahead
+// needs (pass `plan.read_ahead != nullptr`); otherwise the range is split recursively between them.
+void for_chunks(std::size_t count, bool parallel, unsigned threads, bool in_order,
+                const std::function<void(std::size_t)>& f);
 
 }  // namespace tessera::tet::qe

@@ -254,7 +254,7 @@ ExecResult run_materialize(const Plan& plan, const QueryOperation& op, const std
 
   const CellFrame frame = global_frame(red);
   const std::uint64_t f = red.fiber_len;
-  for_chunks(plan.chunks.size(), plan.chunks.size() > 1, ctx.threads, [&](std::size_t k) {
+  for_chunks(plan.chunks.size(), plan.chunks.size() > 1, ctx.threads, plan.read_ahead != nullptr, [&](std::size_t k) {
     thread_local std::vector<std::byte> scratch;
     const TileWalk w = tile_walk(plan, k);
     const std::byte* tile = tile_bytes(plan, k, scratch);

@@ -440,11 +440,13 @@ FoldPolicy fold_policy(const Plan& plan, const ExecContext& ctx) {
   return p;
 }
 
-void for_chunks(std::size_t count, bool parallel, unsigned threads, const std::function<void(std::size_t)>& f) {
+void for_chunks(std::size_t count, bool parallel, unsigned threads, bool in_order,
+                const std::function<void(std::size_t)>& f) {
   if (!parallel || count <= 1 || threads == 1) {
     for (std::size_t k = 0; k < count; ++k) f(k);
     return;
   }
+  if (in_order) return for_each_in_order(count, threads, f);
   auto body = [&] {
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, 1), [&](const tbb::blocked_range<std::size_t>& r) {
       for (std::size_t k = r.begin(); k != r.end(); ++k) f(k);

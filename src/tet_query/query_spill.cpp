@@ -123,7 +123,7 @@ ExecResult run_spill_export(const Plan& plan, const std::string& user_path, cons
   const std::size_t es = plan.ds->element_size();
   const Reduction red = make_reduction(plan.logical_shape, {});
   const CellFrame frame = global_frame(red);
-  for_chunks(plan.chunks.size(), plan.chunks.size() > 1, ctx.threads, [&](std::size_t k) {
+  for_chunks(plan.chunks.size(), plan.chunks.size() > 1, ctx.threads, plan.read_ahead != nullptr, [&](std::size_t k) {
     thread_local std::vector<std::byte> scratch;
     const TileWalk w = tile_walk(plan, k);
     const std::byte* tile = tile_bytes(plan, k, scratch);

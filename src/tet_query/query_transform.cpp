@@ -128,7 +128,7 @@ void pass_two(const Plan& plan, const Reduction& red, TransformMethod m, const S
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       constexpr std::size_t es = sizeof(T);
-      for_chunks(plan.chunks.size(), parallel, ctx.threads, [&](std::size_t k) {
+      for_chunks(plan.chunks.size(), parallel, ctx.threads, plan.read_ahead != nullptr, [&](std::size_t k) {
         thread_local std::vector<std::byte> scratch;
         ChunkRecord& rec = records[k];
         const std::byte* tile = tile_bytes(plan, k, scratch);

@@ -157,6 +157,33 @@ TEST(PrefetchingSource, ForgetDropsOnlyTheBlocksThatOverlapTheRangesAndFreesThei
   EXPECT_EQ(0, std::memcmp(got.data(), bytes.data() + 20'000, got.size()));
 }
 
+TEST(PrefetchingSource, MemoryOfForgottenBlocksCarriesTheNextBlocksBytesOnly) {
+  // The next blocks are received into the memory of forgotten ones, which is not cleared: every
+  // byte a read returns must still be the new block's.
+  const auto bytes = random_bytes(100'000);
+  const auto memory = io::memory_source(bytes, "object");
+  const io::CountingSource counting(*memory);
+  const io::PrefetchingSource src(borrowed(counting), {.max_gap = 0, .max_request = 0});
+  for (std::uint64_t at = 0; at + 12'000 <= bytes.size(); at += 11'000) {
+    const std::uint64_t length = at % 2 == 0 ? 12'000 : 7'000;  // larger and smaller than the spare
+    const ByteRange r[] = {{at, length}};
+    ASSERT_EQ(src.prefetch(r), 1u);
+    std::vector<std::byte> got(length);
+    const auto reads = counting.reads();
+    src.read_at(at, got);
+    EXPECT_EQ(counting.reads(), reads) << at;
+    EXPECT_EQ(0, std::memcmp(got.data(), bytes.data() + at, length)) << at;
+    src.forget(r);
+    EXPECT_EQ(src.held_bytes(), 0u);
+  }
+  src.release_spares();
+  const ByteRange again[] = {{1, 99'000}};
+  ASSERT_EQ(src.prefetch(again), 1u);
+  std::vector<std::byte> got(99'000);
+  src.read_at(1, got);
+  EXPECT_EQ(0, std::memcmp(got.data(), bytes.data() + 1, got.size()));
+}
+
 TEST(PrefetchingSource, AMemoryResidentSourceIsNotCopied) {
   const auto bytes = random_bytes(4096);
   const io::PrefetchingSource src(io::owned_memory_source(bytes, "object"));

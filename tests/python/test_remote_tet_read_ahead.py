@@ -115,3 +115,26 @@ def test_a_deep_verify_of_the_remote_file_reads_ahead_and_finds_what_a_local_one
         assert len(gets) <= 2 + 3, (name, [r.range for r in gets])  # the open's ends, 16 chunks in 8 MiB requests
     findings = json.loads(want.stdout)["findings"]
     assert want.returncode == 1 and any(not f["ok"] and f["check"] == "chunk_decode" for f in findings), findings
+
+
+def test_parallel_consumers_of_many_requests_fetch_each_chunk_once(tmp_path, monkeypatch):
+    """A column of chunks 1 MiB apart is 24 requests that do not merge, more than the read-ahead
+    keeps at once; the query's two threads take them in order, so none is forgotten before it is
+    read and fetched again on its own."""
+    bypass_proxies(monkeypatch)
+    tet.synth(tmp_path / "wide.tet", ["a:f32:1536x4160:64x64"], seed=9)
+    origin = Origin(tmp_path)
+    proxy = FaultProxy(origin.url)
+    try:
+        document = {"dataset": "a", "sum": [], "selection": [{"start": 0, "stop": 1536}, {"start": 0, "stop": 64}]}
+        want = query(tmp_path / "wide.tet", document)
+        proxy.clear()
+        assert query(f"{proxy.url}/wide.tet", document)["operation_sum"] == want["operation_sum"]
+        ranges = sorted(tuple(int(v) for v in r.range.split("=")[1].split("-"))
+                        for r in proxy.requests if r.method == "GET" and r.range and not r.range.startswith("bytes=-"))
+        chunk_gets = [(a, b) for a, b in ranges if b - a + 1 == 64 * 64 * 4]
+        assert len(chunk_gets) == 1536 // 64, ranges
+        assert len(set(chunk_gets)) == len(chunk_gets), "a chunk was fetched twice"
+    finally:
+        proxy.close()
+        origin.close()

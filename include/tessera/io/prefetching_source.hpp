@@ -13,6 +13,10 @@
 // `view` answers: a mapped file, a buffer) needs none of this, so `prefetch` does nothing on it
 // and `view` passes through.
 //
+// Blocks are received straight into memory that is not zero-filled first, and the memory of
+// forgotten blocks is kept for the next prefetches (up to 64 MiB) until `release_spares`, so a stream of
+// prefetch/forget (a scan's read-ahead) faults no fresh pages in after its first blocks.
+//
 // Thread-safety: every method may be called from several threads at once. Lifetime: the wrapper
 // shares ownership of the wrapped source; prefetched bytes are held until `drop` or destruction.
 #pragma once
@@ -67,8 +71,10 @@ class PrefetchingSource final : public ByteSource {
   // Returns the number of requests made. IoError from the wrapped source propagates (the first
   // one, after every request in flight has ended); the blocks fetched before it are kept.
   std::size_t prefetch(std::span<const ByteRange> ranges) const;
-  // Forgets every prefetched block.
+  // Forgets every prefetched block and frees the memory kept for later ones.
   void drop() const;
+  // Frees the memory kept from forgotten blocks (a scan that is over calls this).
+  void release_spares() const;
   // Forgets the blocks that overlap any of `ranges` (the bytes a consumer is done with); later
   // reads of them go to the wrapped source again.
   void forget(std::span<const ByteRange> ranges) const;
@@ -78,10 +84,23 @@ class PrefetchingSource final : public ByteSource {
   std::shared_ptr<const ByteSource> inner_;
   PrefetchOptions options_;
   bool fetches_;
+  // Bytes of a block: `size` of them in use, `capacity` allocated and not initialised.
+  struct Block {
+    std::unique_ptr<std::byte[]> bytes;
+    std::size_t size = 0;
+    std::size_t capacity = 0;
+  };
+  // A spare block of at least `size` bytes, or a new one.
+  Block take_spare(std::size_t size) const;
+  // Keeps the memory of forgotten blocks for later prefetches while they fit the budget.
+  void keep_spare(Block block) const;  // under a unique lock
+
   mutable std::shared_mutex mutex_;
   // Fetched blocks by their offset (blocks of separate prefetches may overlap).
-  mutable std::map<std::uint64_t, std::vector<std::byte>> blocks_;
+  mutable std::map<std::uint64_t, Block> blocks_;
   mutable std::uint64_t held_ = 0;
+  mutable std::vector<Block> spares_;  // memory of forgotten blocks, for the next prefetches
+  mutable std::uint64_t spare_bytes_ = 0;
 };
 
 }  // namespace tessera::io

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -23,6 +24,14 @@
 #include "tessera/tet/reader.hpp"
 
 namespace tessera::tet {
+
+// Runs f(0), …, f(count - 1) on `threads` threads (0: as many as the current task arena has), each
+// thread taking the next index not yet taken. Consumers of a read-ahead must run this way: it
+// fetches requests in order and only a bounded distance ahead of the furthest consumer, so
+// consumers far apart (as a recursive split of the range would place them) make it forget blocks
+// a slower consumer has not read yet, which are then fetched again chunk by chunk. The first
+// exception a call throws stops the others from taking more and is rethrown.
+void for_each_in_order(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& f);
 
 class ChunkReadAhead {
  public:

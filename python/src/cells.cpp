@@ -154,6 +154,7 @@ class PyCellsDataset {
   std::uint64_t n_genes() const { return ds_->n_genes(); }
   std::uint64_t n_tiles() const { return ds_->n_tiles(); }
   std::uint64_t tile_size() const { return ds_->tile_size(); }
+  py::tuple fetch_depth() const { return py::make_tuple(ds_->options().io_threads, ds_->options().max_prefetch_tiles); }
   std::uint32_t version() const { return ds_->version(); }
   bool has_obs() const { return ds_->manifest().has_obs; }
   bool has_var_names() const { return ds_->manifest().has_var_names; }
@@ -548,8 +549,9 @@ void bind_cells(py::module_& m) {
   py::class_<PyCellsDataset>(m, "CellsDataset")
       .def(py::init<const std::string&, int, std::uint64_t, int, int, int, bool>(), py::arg("path"),
            py::arg("max_cached_tiles") = cells::OpenOptions{}.max_cached_tiles,
-           py::arg("decoded_cache_bytes") = cells::OpenOptions{}.decoded_cache_bytes, py::arg("max_prefetch_tiles") = 8,
-           py::arg("io_threads") = 4, py::arg("decode_threads") = 1, py::arg("verify_crc") = true)
+           py::arg("decoded_cache_bytes") = cells::OpenOptions{}.decoded_cache_bytes, py::arg("max_prefetch_tiles") = 0,
+           py::arg("io_threads") = 0, py::arg("decode_threads") = 1, py::arg("verify_crc") = true)
+      .def_property_readonly("fetch_depth", &PyCellsDataset::fetch_depth)
       .def_property_readonly("path", &PyCellsDataset::path)
       .def_property_readonly("n_cells", &PyCellsDataset::n_cells)
       .def_property_readonly("n_genes", &PyCellsDataset::n_genes)

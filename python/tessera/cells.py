@@ -30,7 +30,7 @@ _VALUES = {"float32": np.float32, "int32": np.int32}
 
 
 def open(path: PathLike, *, max_cached_tiles: int = 0, decoded_cache_bytes: int = 1 << 30,  # noqa: A001
-         max_prefetch_tiles: int = 8, io_threads: int = 4, decode_threads: int = 1, verify_crc: bool = True,
+         max_prefetch_tiles: int = 0, io_threads: int = 0, decode_threads: int = 1, verify_crc: bool = True,
          cache_dir: Optional[PathLike] = None) -> "Dataset":
     """Opens the deltacells dataset at `path` (a directory or `file://` URI).
 
@@ -38,7 +38,8 @@ def open(path: PathLike, *, max_cached_tiles: int = 0, decoded_cache_bytes: int 
     `max_cached_tiles` decoded tiles kept: 0 (default) keeps the two most recent tiles plus tiles
     read again (random batches, later epochs) up to `decoded_cache_bytes` of decoded nonzeros; N
     keeps the N most recently used. `max_prefetch_tiles` compressed tiles kept or in
-    flight, `io_threads` background fetches, `decode_threads` chunks of one tile decoded in
+    flight, `io_threads` background fetches (0, the default for both: chosen for the store, deeper
+    on a remote one; `Dataset.fetch_depth` tells the values), `decode_threads` chunks of one tile decoded in
     parallel, `verify_crc` check every tile's CRC-32, `cache_dir` root of the local obs cache
     (default `$DELTACELLS_CACHE`, `$XDG_CACHE_HOME/deltacells` or `~/.cache/deltacells`).
     """
@@ -114,6 +115,11 @@ class Dataset:
     def tile_size(self) -> int:
         """Cells per tile (the last tile may hold fewer)."""
         return self._native.tile_size
+
+    @property
+    def fetch_depth(self) -> Tuple[int, int]:
+        """(io_threads, max_prefetch_tiles) as chosen when the dataset was opened."""
+        return tuple(self._native.fetch_depth)
 
     @property
     def version(self) -> int:

@@ -43,11 +43,25 @@ std::unique_ptr<Dataset> Dataset::open(const std::string& path_or_uri, const Ope
   return open(std::make_shared<const io::DirectoryStore>(path), options);
 }
 
+OpenOptions fetch_depth(OpenOptions options, bool remote, std::uint64_t mean_tile_bytes) {
+  constexpr int kLocalThreads = 4, kLocalTiles = 8, kMinRemote = 4, kMaxRemote = 32;
+  int depth = kLocalThreads;
+  if (remote) {
+    const std::uint64_t tiles = kRemoteBytesInFlight / std::max<std::uint64_t>(mean_tile_bytes, 1);
+    depth = static_cast<int>(std::clamp<std::uint64_t>(tiles, kMinRemote, kMaxRemote));
+  }
+  if (options.io_threads == 0) options.io_threads = depth;
+  if (options.max_prefetch_tiles == 0) options.max_prefetch_tiles = remote ? depth + 2 : kLocalTiles;
+  return options;
+}
+
 std::unique_ptr<Dataset> Dataset::open(std::shared_ptr<const io::Store> store, const OpenOptions& options) {
   for (const auto& [name, v] :
-       {std::pair{"max_prefetch_tiles", options.max_prefetch_tiles}, std::pair{"io_threads", options.io_threads},
-        std::pair{"decode_threads", options.decode_threads}})
-    if (v < 1) throw UsageError(std::string(name) + " must be at least 1, got " + std::to_string(v));
+       {std::pair{"max_prefetch_tiles", options.max_prefetch_tiles}, std::pair{"io_threads", options.io_threads}})
+    if (v < 0)
+      throw UsageError(std::string(name) + " must be 0 (chosen for the store) or at least 1, got " + std::to_string(v));
+  if (options.decode_threads < 1)
+    throw UsageError("decode_threads must be at least 1, got " + std::to_string(options.decode_threads));
   if (options.max_cached_tiles < 0)
     throw UsageError("max_cached_tiles must be 0 (adaptive) or a tile count, got " +
                      std::to_string(options.max_cached_tiles));
@@ -62,13 +76,14 @@ std::unique_ptr<Dataset> Dataset::open(std::shared_ptr<const io::Store> store, c
   impl->limits = impl->manifest.limits();
   if (!impl->limits.empty() && impl->limits[0] > 0)
     impl->first_tile_inverse = 1.0 / static_cast<double>(impl->limits[0]);
-  impl->store = std::move(store);
-  impl->options = options;
   for (const std::uint64_t bytes : impl->manifest.tile_bytes)
     impl->stored_bytes = add_u64(impl->stored_bytes, bytes).value_or(~std::uint64_t{0});
+  const std::uint64_t n_tiles = std::max<std::uint64_t>(impl->manifest.n_tiles(), 1);
+  impl->options = fetch_depth(options, store->remote(), impl->stored_bytes / n_tiles);
+  impl->store = std::move(store);
   // As many buffers as tiles are cached or in flight at once.
   impl->tile_buffers =
-      std::make_shared<io::KeptBuffers>(static_cast<std::size_t>(std::max(options.max_prefetch_tiles, 1)) + 2);
+      std::make_shared<io::KeptBuffers>(static_cast<std::size_t>(std::max(impl->options.max_prefetch_tiles, 1)) + 2);
   return std::unique_ptr<Dataset>(new Dataset(std::move(impl)));
 }
 

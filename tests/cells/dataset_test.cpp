@@ -118,7 +118,27 @@ TEST(DatasetSmall, OutOfRangeCellsAreUsageErrors) {
   const std::vector<std::int64_t> cells{4};
   EXPECT_THROW(ds->get_batch_into(cells, small, small), UsageError);
   EXPECT_THROW(Dataset::open("ftp://host/x"), UnsupportedError);
-  EXPECT_THROW(Dataset::open(small_dir().string(), {.io_threads = 0}), UsageError);
+  EXPECT_THROW(Dataset::open(small_dir().string(), {.io_threads = -1}), UsageError);
+  EXPECT_THROW(Dataset::open(small_dir().string(), {.decode_threads = 0}), UsageError);
+}
+
+TEST(DatasetOpen, FetchDepthCoversTheRoundTripsOfARemoteStore) {
+  const OpenOptions chosen{};
+  // A local disk: 4 fetch threads, 8 tiles, whatever the tiles hold.
+  EXPECT_EQ(fetch_depth(chosen, false, 1).io_threads, 4);
+  EXPECT_EQ(fetch_depth(chosen, false, 1).max_prefetch_tiles, 8);
+  // A remote store: kRemoteBytesInFlight of tiles under way, 4 to 32 fetches, two tiles more kept.
+  EXPECT_EQ(fetch_depth(chosen, true, kRemoteBytesInFlight / 10).io_threads, 10);
+  EXPECT_EQ(fetch_depth(chosen, true, kRemoteBytesInFlight / 10).max_prefetch_tiles, 12);
+  EXPECT_EQ(fetch_depth(chosen, true, 1000).io_threads, 32);
+  EXPECT_EQ(fetch_depth(chosen, true, 0).io_threads, 32);
+  EXPECT_EQ(fetch_depth(chosen, true, kRemoteBytesInFlight * 3).io_threads, 4);
+  // What the caller sets is kept.
+  const OpenOptions set = fetch_depth({.max_prefetch_tiles = 3, .io_threads = 2}, true, 1000);
+  EXPECT_EQ(set.io_threads, 2);
+  EXPECT_EQ(set.max_prefetch_tiles, 3);
+  // Dataset::open reports what it chose.
+  EXPECT_EQ(Dataset::open(small_dir().string())->options().io_threads, 4);
 }
 
 TEST(DatasetWriter, ReproducesDatasetSmallByteForByte) {

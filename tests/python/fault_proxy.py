@@ -216,6 +216,13 @@ class _ProxyHandler(_Handler):
 
     def _handle(self):
         proxy: FaultProxy = self.server.owner
+        proxy._enter()
+        try:
+            self._answer(proxy)
+        finally:
+            proxy._leave()
+
+    def _answer(self, proxy):
         has_range = self.headers.get("Range") is not None
         fault, latency, bandwidth = proxy._take(self.command, has_range)
         action = "pass" if fault is None else (f"status {fault.status}" if fault.kind == "status" else fault.kind)
@@ -300,6 +307,8 @@ class FaultProxy:
         self._plan = _Plan()
         self._closing = threading.Event()
         self.requests: list[Seen] = []
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests under way at once since the last clear()
         self._server = _Server(_ProxyHandler, self)
         self.port = self._server.server_address[1]
         self.url = f"http://{HOST}:{self.port}"
@@ -341,6 +350,7 @@ class FaultProxy:
         with self._lock:
             self._plan = _Plan()
             self.requests = []
+            self.max_in_flight = self.in_flight
 
     def count(self, method=None, action=None, ranged=None):
         """Requests seen, optionally only those with this method, this action ("pass",
@@ -379,6 +389,15 @@ class FaultProxy:
                 break
             plan.faults = [f for f in plan.faults if f.times > 0]
             return chosen, plan.latency, plan.bandwidth
+
+    def _enter(self):
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self):
+        with self._lock:
+            self.in_flight -= 1
 
     def _record(self, seen):
         with self._lock:

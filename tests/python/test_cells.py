@@ -268,7 +268,7 @@ def test_errors_map_to_tessera_types(small):
         with pytest.raises(tessera.UsageError):
             ds.epoch(0)
     with pytest.raises(tessera.UsageError):
-        tessera.cells.open(small, io_threads=0)
+        tessera.cells.open(small, io_threads=-1)
     with pytest.raises(tessera.Error):
         tessera.cells.open(small / "tiles")
 

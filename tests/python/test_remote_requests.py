@@ -85,6 +85,24 @@ def test_an_epoch_fetches_each_tile_with_one_get_and_no_head(proxy, dataset):
     assert sorted(tiles.values()) == [1] * (N_CELLS // TILE), f"a tile was fetched more than once: {tiles}"
 
 
+def test_a_remote_epoch_keeps_enough_tiles_in_flight_to_cover_the_round_trips(proxy, dataset):
+    # Tiles of a few KiB: a remote store gets the deepest default (32 fetches, 34 tiles kept),
+    # so all 10 tiles of the epoch are requested at once; a local one keeps 4 and 8.
+    url = f"{proxy.url}/ds"
+    with cells.open(url) as remote, cells.open(str(dataset / "ds")) as local:
+        assert remote.fetch_depth == (32, 34)
+        assert local.fetch_depth == (4, 8)
+        proxy.latency(0.2)  # every request stays under way long enough to overlap the others
+        for _ in remote.epoch(N_CELLS, seed=1):
+            pass
+    assert proxy.max_in_flight == N_CELLS // TILE, proxy.max_in_flight
+    # What the caller sets is kept; what it leaves at 0 is still chosen.
+    with cells.open(url, io_threads=2) as remote:
+        assert remote.fetch_depth == (2, 34)
+    with cells.open(url, io_threads=3, max_prefetch_tiles=5) as remote:
+        assert remote.fetch_depth == (3, 5)
+
+
 def localize_remotely(proxy, dataset, cache):
     with cells.open(f"{proxy.url}/{dataset.name}", cache_dir=str(cache)) as remote:
         remote.obs.localize(COLUMNS)

@@ -31,15 +31,27 @@ struct OpenOptions {
   // N > 0: a plain LRU of N decoded tiles (decoded_cache_bytes is then not used).
   int max_cached_tiles = 0;
   std::uint64_t decoded_cache_bytes = std::uint64_t{1} << 30;  // see max_cached_tiles
-  int max_prefetch_tiles = 8;                                  // compressed tiles kept or in flight
-  int io_threads = 4;                                          // concurrent background tile fetches
-  int decode_threads = 1;                                      // chunks of one tile decoded in parallel
-  bool verify_crc = true;                                      // T15 on every fetch (the reference's default is off)
+  // Compressed tiles kept or in flight, and concurrent background tile fetches. 0 (the default)
+  // lets `open` choose for the store (`fetch_depth`): 8 and 4 on a local disk; on a remote store,
+  // where every fetch waits a round trip, as many fetches as keep kRemoteBytesInFlight of tiles
+  // under way (4 to 32), and two tiles more kept. `options()` gives the values chosen.
+  int max_prefetch_tiles = 0;
+  int io_threads = 0;
+  int decode_threads = 1;  // chunks of one tile decoded in parallel
+  bool verify_crc = true;  // T15 on every fetch (the reference's default is off)
   // Keep decoded tiles as uint16 genes and counts when the dataset has at most 65,536 genes
   // (Tile::decode_narrow): half the memory per cached tile and half the memory traffic of
   // decoding and gathering. Batches are the same either way.
   bool narrow_tiles = true;
 };
+
+// Bytes of tiles a remote store keeps in flight when the I/O depth is chosen for it: a link of
+// 200 MB/s with 50 ms round trips carries about this much while a tile's request waits.
+inline constexpr std::uint64_t kRemoteBytesInFlight = std::uint64_t{24} << 20;
+
+// `options` with max_prefetch_tiles and io_threads chosen where they are 0 (see OpenOptions), for
+// a store that is `remote` or not and whose tiles hold `mean_tile_bytes` each.
+OpenOptions fetch_depth(OpenOptions options, bool remote, std::uint64_t mean_tile_bytes);
 
 enum class Values { Int32, Float32 };
 

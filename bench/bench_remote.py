@@ -375,9 +375,31 @@ def bench_tet(cli, net, data_dir, mib, chunk, threads, rounds, summary):
 
 # ---- 3. cells epoch / 4. obs localize -----------------------------------------------------------
 
+def curl_objects(urls, parallel):
+    """`curl --parallel --parallel-max N` of these whole objects."""
+    cmd = ["curl", "--silent", "--show-error", "--fail", "--parallel", "--parallel-max", str(parallel)]
+    for i, url in enumerate(urls):
+        if i:
+            cmd.append("--next")
+        cmd += ["--silent", "--show-error", "--fail", "--output", "/dev/null", url]
+    return timed_run(cmd)[0]
+
+
 def bench_epoch(cli, net, data_dir, ds, batch, rounds, summary):
+    """The remote epoch against the same epoch read locally and against the network's own limit
+    for its bytes: curl fetching the epoch's tile objects with as many requests in flight as the
+    loader had. "When bandwidth allows" is read as: the target is 80 % of the slower of the two,
+    since a remote epoch cannot run faster than its tiles arrive."""
     url = f"{net.url}/{ds.relative_to(data_dir).as_posix()}"
+    n_cells = json.loads((ds / "manifest.json").read_text())["n_cells"]
+    tiles = sorted(p.relative_to(ds).as_posix() for p in (ds / "tiles").rglob("*") if p.is_file())
     net.emulate()
+    # One untimed epoch through the proxy records its requests and how many were in flight.
+    net.clear()
+    timed_run([str(cli), "cells", "epoch", url, "--batch-size", str(batch), "--json"])
+    stats = net.stats()
+    heads = sum(1 for m, _, _ in stats["requests"] if m == "HEAD")
+    in_flight = stats["max_inflight"]
 
     def rate(where):
         def run():
@@ -385,23 +407,27 @@ def bench_epoch(cli, net, data_dir, ds, batch, rounds, summary):
             return json.loads(out)["cells_per_second"]
         return run
 
-    pairs = []
-    for r, a, b in alternate(rounds, rate(url), rate(str(ds))):
-        pairs.append((a, b))
-        print(f"cells    round {r + 1}: epoch remote {a:,.0f} cells/s, local {b:,.0f} cells/s, ratio {a / b:.3f}")
-    net.clear()
-    rate(url)()
-    stats = net.stats()
-    heads = sum(1 for m, _, _ in stats["requests"] if m == "HEAD")
-    remote = statistics.median(a for a, _ in pairs)
-    local = statistics.median(b for _, b in pairs)
-    ratio = statistics.median(a / b for a, b in pairs)
-    print(f"cells    median: remote {remote:,.0f} cells/s (target >= 62,000), local {local:,.0f} cells/s, "
-          f"remote/local {ratio:.3f} (target >= 0.80); one epoch = {len(stats['requests'])} requests "
-          f"({heads} HEAD), at most {stats['max_inflight']} at once")
+    def network():
+        return n_cells / curl_objects([f"{url}/{t}" for t in tiles], in_flight)
+
+    rows = []
+    for r, a, b, c in alternate(rounds, rate(url), rate(str(ds)), network):
+        rows.append((a, b, c))
+        print(f"cells    round {r + 1}: epoch remote {a:,.0f} cells/s, local {b:,.0f} cells/s, network (curl, "
+              f"{in_flight} in flight) {c:,.0f} cells/s; remote/local {a / b:.3f}, remote/network {a / c:.3f}")
+    remote, local, net_rate = (statistics.median(x[i] for x in rows) for i in range(3))
+    ratio = statistics.median(a / b for a, b, _ in rows)
+    to_limit = statistics.median(a / min(b, c) for a, b, c in rows)
+    allows = statistics.median(c / b for _, b, c in rows)
+    print(f"cells    median: remote {remote:,.0f} cells/s (target >= 62,000), local {local:,.0f} cells/s, network "
+          f"{net_rate:,.0f} cells/s; remote/local {ratio:.3f}; remote / min(local, network) {to_limit:.3f} "
+          f"(target >= 0.80); one epoch = {len(stats['requests'])} requests ({heads} HEAD), at most {in_flight} at once")
     summary.add("cells epoch remote (cells/s)", f"{remote:,.0f}", ">= 62,000", remote >= 62_000)
     summary.add("cells epoch local (cells/s)", f"{local:,.0f}")
-    summary.add("cells epoch remote / local", f"{ratio:.3f}", ">= 0.80", ratio >= 0.8)
+    summary.add(f"cells network: curl of the tiles, {in_flight} in flight (cells/s)", f"{net_rate:,.0f}")
+    summary.add("cells network / local (bandwidth allows at >= 1)", f"{allows:.3f}")
+    summary.add("cells epoch remote / local", f"{ratio:.3f}")
+    summary.add("cells epoch remote / min(local, network)", f"{to_limit:.3f}", ">= 0.80", to_limit >= 0.8)
 
 
 def bench_obs(net, data_dir, ds, rounds, summary):
@@ -451,7 +477,7 @@ def main() -> int:
     parser.add_argument("--cli", type=pathlib.Path, help="the tessera CLI (default: the package's)")
     parser.add_argument("--repeat", type=int, default=5, help="timed rounds per figure (default 5)")
     parser.add_argument("--cells-per-round", type=int, default=8, help="read_cell calls per ragged round")
-    parser.add_argument("--tet-mib", type=float, default=256, help="size of the remote .tet (default 256 MiB)")
+    parser.add_argument("--tet-mib", type=float, default=1024, help="size of the remote .tet (default 1 GiB, the figure of the issue)")
     parser.add_argument("--tet-chunk", type=int, default=1024, help="chunk side (default 1024: 4 MiB chunks)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                         help="curl's least --parallel-max (default: the CPUs; the tet figure uses at least "

@@ -15,7 +15,6 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -324,12 +323,9 @@ std::uint64_t write_chunks(const tet::TetFile& file, const ExportDataset& x, io:
   }
   // A remote file: every thread takes the next chunk in order, so the read-ahead's requests
   // move with the chunks being written (a split range would read two places far apart).
-  std::atomic<std::uint64_t> next{0};
-  tbb::parallel_for(0, tbb::this_task_arena::max_concurrency(), [&](int) {
-    for (std::uint64_t ordinal = next++; ordinal < n; ordinal = next++) {
-      ahead->before(ordinal);
-      export_chunk(ordinal);
-    }
+  tet::for_each_in_order(checked_size(n), 0, [&](std::size_t ordinal) {
+    const tet::ChunkReadAhead::Hold hold = ahead->before(ordinal);
+    export_chunk(ordinal);
   });
   return n;
 }

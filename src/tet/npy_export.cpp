@@ -59,8 +59,9 @@ std::uint64_t write_npy(const TetFile& file, const Dataset& ds, const Box& box, 
   }
   std::uint64_t row_index = 0;
   for (std::uint64_t c : rows) {
+    std::vector<ChunkReadAhead::Hold> holds;  // the row's chunks, until its slabs are read
     if (ahead)
-      for (std::uint64_t t = 0; t < tiles_per_row; ++t) ahead->before(row_index * tiles_per_row + t);
+      for (std::uint64_t t = 0; t < tiles_per_row; ++t) holds.push_back(ahead->before(row_index * tiles_per_row + t));
     ++row_index;
     // Selected indices of axis 0 inside chunk row c.
     const std::uint64_t lo = std::max(c * cs0, axis0.start);

@@ -91,7 +91,8 @@ ChunkReadAhead::ChunkReadAhead(const io::PrefetchingSource& source, std::vector<
       requests_(std::move(requests)),
       requests_of_chunk_(std::move(requests_of_chunk)),
       state_(requests_.size(), State::Idle),
-      error_(requests_.size()) {}
+      error_(requests_.size()),
+      readers_(requests_.size(), 0) {}
 
 ChunkReadAhead::~ChunkReadAhead() {
   {
@@ -135,11 +136,11 @@ void ChunkReadAhead::fetcher() {
   }
 }
 
-void ChunkReadAhead::before(std::size_t k) {
+ChunkReadAhead::Hold ChunkReadAhead::before(std::size_t k) {
   const std::size_t first = requests_of_chunk_[k].first;
   const std::size_t last = requests_of_chunk_[k].second;
   std::unique_lock lock(mutex_);
-  if (first < forgotten_) return;  // left behind: the chunk is read on its own
+  if (first < forgotten_) return {};  // left behind: the chunk is read on its own
   horizon_ = std::max(horizon_, std::min(requests_.size(), last + 1 + kRequestsAhead));
   if (fetchers_.empty()) {
     try {
@@ -148,10 +149,13 @@ void ChunkReadAhead::before(std::size_t k) {
       // Fewer threads than asked: those started share the requests; with none, reads go direct.
       if (fetchers_.empty()) {
         forgotten_ = requests_.size();
-        return;
+        return {};
       }
     }
   }
+  // Held from here, while it waits too: another reader running ahead meanwhile must not drop it.
+  for (std::size_t r = first; r <= last; ++r) ++readers_[r];
+  Hold hold(this, k);
   changed_.notify_all();
   changed_.wait(lock, [&] {
     for (std::size_t r = first; r <= last; ++r)
@@ -159,11 +163,21 @@ void ChunkReadAhead::before(std::size_t k) {
     return true;
   });
   for (std::size_t r = first; r <= last; ++r)
-    if (error_[r]) std::rethrow_exception(error_[r]);
-  for (; forgotten_ + kRequestsBehind < first; ++forgotten_) {
+    if (error_[r]) {
+      lock.unlock();  // the Hold's release takes the lock
+      std::rethrow_exception(error_[r]);
+    }
+  // Requests well behind this one are dropped, up to the first one a reader still holds.
+  for (; forgotten_ + kRequestsBehind < first && readers_[forgotten_] == 0; ++forgotten_) {
     if (state_[forgotten_] == State::Landed) source_.forget({&requests_[forgotten_], 1});
     if (state_[forgotten_] != State::Fetching) state_[forgotten_] = State::Forgotten;
   }
+  return hold;
+}
+
+void ChunkReadAhead::release(std::size_t k) noexcept {
+  const std::lock_guard lock(mutex_);
+  for (std::size_t r = requests_of_chunk_[k].first; r <= requests_of_chunk_[k].second; ++r) --readers_[r];
 }
 
 }  // namespace tessera::tet

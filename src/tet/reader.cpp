@@ -530,7 +530,8 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
       if (a.count == 0) return;
     }
     const std::uint32_t entry = ds.entry_of_chunk[ds.chunk_ordinal({coords.data(), nd})];
-    if (ahead) ahead->before(t);
+    ChunkReadAhead::Hold hold;
+    if (ahead) hold = ahead->before(t);
     if (options.verify_checksums) check_chunk_checksum(entry);
     thread_local std::vector<std::byte> scratch;
     decode_chunk_into(entry, scratch, path);

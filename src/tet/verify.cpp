@@ -3,7 +3,6 @@
 // chunk decoding from the reader's decode path, so verify and open never disagree on a rule.
 #include "tessera/tet/verify.hpp"
 
-#include <atomic>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -162,19 +161,10 @@ std::vector<std::optional<std::string>> decode_errors(const io::ByteSource& src,
     for (const std::size_t i : readable) is_readable[i] = 1;
     for (std::size_t i = 0; i < count; ++i)
       if (!is_readable[i]) check(i);
-    std::atomic<std::size_t> next{0};
-    const auto take_in_order = [&] {
-      for (std::size_t k = next++; k < readable.size(); k = next++) {
-        ahead->before(k);
-        check(readable[k]);
-      }
-    };
-    if (threads == 1) {
-      take_in_order();
-    } else {
-      tbb::task_arena arena(threads == 0 ? tbb::task_arena::automatic : static_cast<int>(threads));
-      arena.execute([&] { tbb::parallel_for(0, arena.max_concurrency(), [&](int) { take_in_order(); }); });
-    }
+    for_each_in_order(readable.size(), threads, [&](std::size_t k) {
+      const ChunkReadAhead::Hold hold = ahead->before(k);
+      check(readable[k]);
+    });
     return errors;
   }
   auto run = [&] {

@@ -275,7 +275,8 @@ bool reads_raw_pieces(const Plan& plan, std::size_t k) {
 
 const std::byte* tile_bytes(const Plan& plan, std::size_t k, std::vector<std::byte>& scratch) {
   if (const std::byte* v = tile_view(plan, k)) return v;
-  if (plan.read_ahead) plan.read_ahead->before(k);
+  ChunkReadAhead::Hold hold;
+  if (plan.read_ahead) hold = plan.read_ahead->before(k);
   const std::uint32_t entry = plan.chunks[k].entry;
   plan.file->decode_chunk_into(entry, scratch, plan.read_path.chosen);
   return scratch.data();

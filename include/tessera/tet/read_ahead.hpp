@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -55,12 +56,43 @@ class ChunkReadAhead {
   ChunkReadAhead(const ChunkReadAhead&) = delete;
   ChunkReadAhead& operator=(const ChunkReadAhead&) = delete;
 
-  // Call before reading entries[k]; waits until the requests holding it have landed, and throws
-  // what a failed one threw (the IoError naming the URL, the status and the attempts). Safe from
-  // any number of threads.
-  void before(std::size_t k);
+  // Keeps the blocks of one chunk from being dropped while its reader copies them out: a reader
+  // descheduled between `before` and its read must not find its block gone (it would be fetched
+  // again on its own). Released when destroyed; an empty Hold holds nothing.
+  class Hold {
+   public:
+    Hold() = default;
+    Hold(Hold&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)), k_(other.k_) {}
+    Hold& operator=(Hold&& other) noexcept {
+      if (this != &other) {
+        release();
+        owner_ = std::exchange(other.owner_, nullptr);
+        k_ = other.k_;
+      }
+      return *this;
+    }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+    ~Hold() { release(); }
+
+   private:
+    friend class ChunkReadAhead;
+    Hold(ChunkReadAhead* owner, std::size_t k) : owner_(owner), k_(k) {}
+    void release() noexcept {
+      if (owner_ != nullptr) owner_->release(k_);
+      owner_ = nullptr;
+    }
+    ChunkReadAhead* owner_ = nullptr;
+    std::size_t k_ = 0;
+  };
+
+  // Call before reading entries[k], and keep what it returns until the chunk's bytes are read;
+  // waits until the requests holding it have landed, and throws what a failed one threw (the
+  // IoError naming the URL, the status and the attempts). Safe from any number of threads.
+  [[nodiscard]] Hold before(std::size_t k);
 
  private:
+  void release(std::size_t k) noexcept;
   enum class State : char { Idle, Fetching, Landed, Forgotten };
   void fetcher();
 
@@ -71,6 +103,7 @@ class ChunkReadAhead {
   std::condition_variable changed_;
   std::vector<State> state_;
   std::vector<std::exception_ptr> error_;  // a failed request's error, given to its chunks' readers
+  std::vector<std::uint32_t> readers_;     // Holds on each request: it is not dropped while any remain
   std::size_t next_ = 0;                   // the next request a fetcher takes
   std::size_t horizon_ = 0;                // fetchers take requests below this
   std::size_t forgotten_ = 0;              // requests below this are forgotten or never landed

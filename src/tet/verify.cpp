@@ -3,7 +3,6 @@
 // chunk decoding from the reader's decode path, so verify and open never disagree on a rule.
 #include "tessera/tet/verify.hpp"
 
-
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>

@@ -7,7 +7,9 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "tessera/core/error.hpp"
 #include "tessera/core/test_hooks.hpp"
@@ -15,13 +17,20 @@
 namespace tessera::io {
 namespace {
 
-// The pid a holder wrote into the lock file, as text ("unknown" when there is none yet).
+// The pid a holder wrote into the lock file, as text ("another process" when there is none).
+// A holder writes its pid just after it takes the lock, so a process refused in between finds the
+// file empty: it looks again for a few milliseconds before it names no one.
 std::string holder_of(int fd) {
-  std::array<char, 24> buf{};
-  const ssize_t n = ::pread(fd, buf.data(), buf.size() - 1, 0);
+  constexpr int kLooks = 25;
   std::string pid;
-  for (ssize_t i = 0; i < n && buf[static_cast<std::size_t>(i)] >= '0' && buf[static_cast<std::size_t>(i)] <= '9'; ++i)
-    pid += buf[static_cast<std::size_t>(i)];
+  for (int look = 0; look < kLooks && pid.empty(); ++look) {
+    if (look > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::array<char, 24> buf{};
+    const ssize_t n = ::pread(fd, buf.data(), buf.size() - 1, 0);
+    for (ssize_t i = 0; i < n && buf[static_cast<std::size_t>(i)] >= '0' && buf[static_cast<std::size_t>(i)] <= '9';
+         ++i)
+      pid += buf[static_cast<std::size_t>(i)];
+  }
   return pid.empty() ? "another process" : "pid " + pid;
 }
 

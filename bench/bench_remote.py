@@ -115,26 +115,9 @@ def serve(root: pathlib.Path) -> int:
             if not head:
                 self.wfile.write(body)
 
-    inflight = {"now": 0, "max": 0}
-    inflight_lock = threading.Lock()
-
-    class CountingProxyHandler(fp._ProxyHandler):
-        """The fault proxy's handler, counting the requests in flight at once."""
-
-        def _handle(self):
-            with inflight_lock:
-                inflight["now"] += 1
-                inflight["max"] = max(inflight["max"], inflight["now"])
-            try:
-                super()._handle()
-            finally:
-                with inflight_lock:
-                    inflight["now"] -= 1
-
     origin = fp.Origin(root)
     origin._server.RequestHandlerClass = RangeOriginHandler
     proxy = fp.FaultProxy(origin.url)
-    proxy._server.RequestHandlerClass = CountingProxyHandler
     print(json.dumps({"origin": origin.url, "proxy": proxy.url}), flush=True)
     try:
         for line in sys.stdin:
@@ -146,15 +129,15 @@ def serve(root: pathlib.Path) -> int:
                 proxy.bandwidth(float(words[2]) or None)
                 reply = {}
             elif words[0] == "clear":
-                with proxy._lock:
+                with proxy._lock:  # the requests only: the emulation's latency and bandwidth stay
                     proxy.requests = []
-                with inflight_lock:
-                    inflight["max"] = inflight["now"]
+                    proxy.max_in_flight = proxy.in_flight
                 reply = {}
             elif words[0] == "stats":
                 with proxy._lock:
                     seen = [[r.method, r.path, r.range] for r in proxy.requests]
-                reply = {"requests": seen, "max_inflight": inflight["max"]}
+                    most = proxy.max_in_flight
+                reply = {"requests": seen, "max_inflight": most}
             else:
                 reply = {"error": f"unknown command {words[0]}"}
             print(json.dumps(reply), flush=True)

@@ -134,7 +134,7 @@ std::size_t PrefetchingSource::prefetch(std::span<const ByteRange> ranges) const
     std::unique_lock lock(mutex_);
     for (std::size_t i = 0; i < requests.size(); ++i) {
       if (!done[i]) {
-        if (buffers[i].bytes) keep_spare(std::move(buffers[i]));
+        keep_spare(std::move(buffers[i]));  // an empty one (never taken) is ignored
         continue;
       }
       auto [it, inserted] = blocks_.try_emplace(requests[i].offset);

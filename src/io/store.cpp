@@ -184,7 +184,9 @@ std::vector<std::string> DirectoryStore::list(const std::string& prefix) const {
   }
   for (auto it = fs::recursive_directory_iterator(base, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    const fs::path rel = fs::relative(it->path(), root_);
+    // Lexical: every entry's path begins with the root's text (it was built from it), and
+    // resolving it through the file system would cost a readlink per component per entry.
+    const fs::path rel = it->path().lexically_relative(root_);
     if (has_hidden_component(rel)) {
       if (it->is_directory()) it.disable_recursion_pending();
       continue;

@@ -199,6 +199,7 @@ LeafWriter::LeafWriter(io::Store& hive, LeafSpec spec, std::uint64_t shard, bool
       if (pid == ::getpid() || io::writer_is_gone(pid)) store_->erase_prefix(io::join_key(parent, name));
     }
     staging_ = io::staging_store(*store_);
+    if (staging_ && g.sharded()) buffer_ = std::make_unique<io::MemoryStore>(store_->name());
   }
 
   io::Store& target = leaf_store();
@@ -355,7 +356,10 @@ void LeafWriter::add(EncodedChunk chunk) {
     arrays_[a].writer.write_encoded_object({first_chunk_key_ + chunk.chunk}, std::span(&chunk.arrays[a], 1));
 }
 
-io::Store& LeafWriter::leaf_store() { return staging_ ? static_cast<io::Store&>(*staging_) : *store_; }
+io::Store& LeafWriter::leaf_store() {
+  if (buffer_) return *buffer_;
+  return staging_ ? static_cast<io::Store&>(*staging_) : *store_;
+}
 
 std::string LeafWriter::where() const {
   return spec_.geometry.flat ? "flat store, shard " + morton::to_decimal(shard_) : leaf_key_;
@@ -412,9 +416,13 @@ LeafReport LeafWriter::commit(const std::string& writer) {
     stamp.sidecar = hive::encode_sidecar(occupied_, g.depth());
     leaf_store().put(tmp_key_ + "/coverage.moc", stamp.sidecar->object);
   }
-  report.hashes = hash_tree(*store_, tmp_key_);
+  report.hashes = hash_tree(leaf_store(), tmp_key_);
   // The stamp is the leaf's last write; the swap publishes the finished leaf.
   zarr::write_group(leaf_store(), tmp_key_, {Json{{"morton_hive_commit", hive::stamp_document(stamp)}}});
+  if (buffer_) {
+    for (const std::string& key : buffer_->list(tmp_key_)) staging_->put(key, *buffer_->get(key));
+    buffer_->erase_prefix(tmp_key_);
+  }
   io::sync_staged(*store_, tmp_key_);
   // The sibling stats.json describes the leaf in place. It is removed before the swap and the new
   // one written after, so a kill in between leaves a leaf without a stats record, never one whose

@@ -194,6 +194,9 @@ class LeafWriter {
 
   io::Store* store_;
   std::unique_ptr<io::Store> staging_;  // unsynced writes below the temporary prefix (directory stores)
+  // A sharded leaf bound for a directory is assembled here first: its content hashes are read
+  // from memory, not back from the files, and the staged directory is written in one go.
+  std::unique_ptr<io::MemoryStore> buffer_;
   LeafSpec spec_;
   std::uint64_t shard_;
   std::uint64_t first_cell_nested_ = 0;  // NESTED id of the leaf's cell 0 at the cell order

@@ -3,6 +3,7 @@
 // the §7 content hashes, and cells ↔ latitude/longitude. python/tessera/_ragged_hive.py builds the public functions on
 // these. Every call opens a local directory store and runs with the GIL released.
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "tessera/ragged/hive_walk.hpp"
 #include "tessera/ragged/leaf_fields.hpp"
 #include "tessera/ragged/morton.hpp"
+#include "tessera/ragged/partition.hpp"
 #include "tessera/ragged/ragged_field.hpp"
 #include "tessera/zarr/array.hpp"
 
@@ -175,6 +177,55 @@ IdArray cell_of(const DoubleArray& lat, const DoubleArray& lon, int order, const
   return out;
 }
 
+// Copies each row of `column` (1-D, `part.size()` rows of any fixed-size dtype) into the array of
+// its partition, in one pass: the rows of a partition keep their input order.
+py::list scatter_column(const std::string& name, const py::handle& column, const ragged::ShardPartitions& split) {
+  const py::array source = py::array::ensure(column, py::array::c_style);
+  if (!source || source.ndim() != 1 || static_cast<std::size_t>(source.shape(0)) != split.part.size())
+    throw UsageError("column " + name + ": must be one-dimensional with one value per point (" +
+                     std::to_string(split.part.size()) + ")");
+  if (source.dtype().kind() == 'O') throw UsageError("column " + name + ": holds Python objects, not numbers");
+  const auto itemsize = static_cast<std::size_t>(source.itemsize());
+  py::list parts;
+  std::vector<std::byte*> cursors;
+  for (const std::size_t rows : split.sizes) {
+    py::array part(source.dtype(), std::vector<py::ssize_t>{static_cast<py::ssize_t>(rows)});
+    cursors.push_back(static_cast<std::byte*>(part.mutable_data()));
+    parts.append(part);
+  }
+  const auto* in = static_cast<const std::byte*>(source.data());
+  py::gil_scoped_release release;
+  for (std::size_t i = 0; i < split.part.size(); ++i) {
+    std::byte*& out = cursors[split.part[i]];
+    std::memcpy(out, in + i * itemsize, itemsize);
+    out += itemsize;
+  }
+  return parts;
+}
+
+// The rows of a distributed build cut by shard (ragged/partition.hpp): a list of
+// {name: column} per partition, the occupied shards (NESTED ids) and the refused rows' count.
+py::tuple partition_rows(const DoubleArray& lat, const DoubleArray& lon, int shard_order, const std::string& latitude,
+                         std::size_t partitions, const py::dict& columns) {
+  const auto convention = ragged::geo::parse_latitude(latitude);
+  ragged::ShardPartitions split;
+  {
+    py::gil_scoped_release release;
+    split = ragged::partition_by_shard({lat.data(), static_cast<std::size_t>(lat.size())},
+                                       {lon.data(), static_cast<std::size_t>(lon.size())}, shard_order, convention,
+                                       partitions);
+  }
+  py::list out;
+  for (std::size_t p = 0; p < split.sizes.size(); ++p) out.append(py::dict());
+  for (const auto& [name, column] : columns) {
+    const py::list parts = scatter_column(py::str(name), column, split);
+    for (std::size_t p = 0; p < split.sizes.size(); ++p) out[p].cast<py::dict>()[name] = parts[p];
+  }
+  IdArray occupied(static_cast<py::ssize_t>(split.occupied.size()));
+  std::copy(split.occupied.begin(), split.occupied.end(), occupied.mutable_data());
+  return py::make_tuple(out, occupied, split.refused);
+}
+
 // Geodetic (lat, lon) degrees of the centres of NESTED cells at `order`.
 py::tuple cell_centres(const IdArray& ids, int order, const std::string& latitude) {
   const auto convention = ragged::geo::parse_latitude(latitude);
@@ -217,6 +268,8 @@ void bind_ragged_hive(py::module_& m) {
   m.def("ragged_read_array", &read_array, py::arg("path"), py::arg("array"));
   m.def("ragged_cell_of", &cell_of, py::arg("lat"), py::arg("lon"), py::arg("order"), py::arg("latitude"),
         py::arg("refused_as_max") = false);
+  m.def("ragged_partition_rows", &partition_rows, py::arg("lat"), py::arg("lon"), py::arg("shard_order"),
+        py::arg("latitude"), py::arg("partitions"), py::arg("columns"));
   m.def("ragged_cell_centres", &cell_centres, py::arg("cells"), py::arg("order"), py::arg("latitude"));
   m.def("ragged_hashes", &hashes, py::arg("path"), py::arg("root") = "");
   m.def("ragged_commit_stamp", &commit_stamp, py::arg("path"));

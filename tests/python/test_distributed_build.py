@@ -86,7 +86,38 @@ def bucket(s3, prefix):
 
 
 def comparable(report):
-    return {k: v for k, v in report.items() if k not in ("elapsed_seconds", "tasks", "upload", "store")}
+    return {k: v for k, v in report.items() if k not in ("elapsed_seconds", "tasks", "tasks_resent", "upload", "store")}
+
+
+def test_tasks_get_about_a_million_rows_and_their_workers_threads(client):
+    from tessera import _cli, _tasks
+
+    # one per thread for every million rows a thread would get, between one and four per thread
+    assert _tasks.default_partitions(60_000, 2, 1_000_000) == 2
+    assert _tasks.default_partitions(3_000_000, 2, 1_000_000) == 2
+    assert _tasks.default_partitions(3_000_000, 1, 1_000_000) == 3
+    assert _tasks.default_partitions(100_000_000, 2, 1_000_000) == 8
+    assert _tasks.default_partitions(20, 2, 8) == 2
+    # a task's CLI runs on its worker's threads (one here), unless the caller set them
+    assert client.submit(_tasks.worker_threads, pure=False).result() == 1
+    assert _cli.with_default(["--x"], "--threads", 1) == ["--x", "--threads", "1"]
+    assert _cli.with_default(["--threads", "3"], "--threads", 1) == ["--threads", "3"]
+
+
+def test_the_cli_does_not_inherit_the_nannys_malloc_trim(client, tmp_path, monkeypatch):
+    """A LocalCluster puts MALLOC_TRIM_THRESHOLD_ into its starter's environment (and its
+    workers'): the CLI the package runs must not take it (it triples a build's page faults)."""
+    import sys
+
+    from tessera import _cli
+
+    assert os.environ.get("MALLOC_TRIM_THRESHOLD_")  # set by the module's LocalCluster
+    dump = tmp_path / "cli"
+    dump.write_text(f"#!{sys.executable}\nimport json, os\nprint(json.dumps(dict(os.environ)))\n")
+    dump.chmod(0o755)
+    monkeypatch.setattr(tessera, "cli_path", lambda: dump)
+    env = json.loads(_cli.run(["anything"]).stdout)
+    assert "MALLOC_TRIM_THRESHOLD_" not in env and env["TESSERA_ERROR_KIND"] == "1"
 
 
 def test_the_default_shard_order_is_the_clis():
@@ -223,6 +254,9 @@ def test_a_worker_killed_mid_task_still_gives_the_complete_identical_store(clien
         client.run(lambda: [os.environ.pop(k, None) for k in ("TESSERA_TEST_PAUSE_AT", "TESSERA_TEST_PAUSE_DIR")])
     assert not build.is_alive() and "report" in result
     assert comparable(result["report"]) == comparable(serial)
+    # the killed worker held the rows of the task it ran (a task runs where its rows were
+    # scattered), so the driver sent them again
+    assert result["report"]["tasks_resent"] >= 1
     # the CLI the killed worker ran died with it
     assert all(parent != killed for _pid, parent in tessera_children({killed}))
     got = bucket(s3, prefix) if where == "bucket" else tree(pathlib.Path(out))

@@ -57,7 +57,8 @@ def _run_tasks(client: Any, output: str, parts: list[dict], flags: list[str]) ->
     scheduler). Scattered rows die with their worker, and Dask cancels a task whose input is
     lost instead of running it again, so the driver, which still holds every partition, sends
     the rows again and resubmits (at most `_RESENDS` times per partition). A task's own error
-    (a tessera.Error from its CLI) is raised as it is."""
+    (a tessera.Error from its CLI) is raised as it is, once every other task has ended: no CLI
+    is left writing when the build returns."""
     import distributed
 
     def submit(i: int):
@@ -68,15 +69,21 @@ def _run_tasks(client: Any, output: str, parts: list[dict], flags: list[str]) ->
     reports: list[Optional[dict]] = [None] * len(parts)
     resent = [0] * len(parts)
     queue = distributed.as_completed(list(index), loop=client.loop)  # not default_client(): it may be none
+    error: Optional[Exception] = None
     for future in queue:
         i = index.pop(future)
-        if future.status == "cancelled" and resent[i] < _RESENDS:  # its rows died with a worker
+        if future.status == "cancelled" and resent[i] < _RESENDS and error is None:  # its rows died with a worker
             resent[i] += 1
             retry = submit(i)
             index[retry] = i
             queue.add(retry)
             continue
-        reports[i] = future.result()  # raises the task's error
+        try:
+            reports[i] = future.result()
+        except Exception as e:  # noqa: BLE001 - the first task error is raised once all have ended
+            error = error or e
+    if error is not None:
+        raise error
     return reports, sum(resent)  # type: ignore[return-value]
 
 

@@ -274,8 +274,10 @@ def test_a_failing_task_raises_its_error(client, points, tmp_path):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "morton_hive.json").write_text("{}")
     with pytest.raises(tessera.Error):
-        ragged.build(tmp_path / "taken", **points, **OPTIONS, client=client)
+        ragged.build(tmp_path / "taken", **points, **OPTIONS, partitions=4, client=client)
     assert json.loads((tmp_path / "taken" / "morton_hive.json").read_text()) == {}
+    # the error is raised once every task has ended: no CLI is still writing
+    assert tessera_children(set(client.run(os.getpid).values())) == []
 
 
 # ---- cells.convert(..., client=) ----

@@ -79,11 +79,13 @@
 #       files on P threads; boto3 without emulation as the emulator's ceiling. Inputs are kept in
 #       build/bench-data/remote-write/. Needs anndata and boto3.
 #
-#   scripts/bench.sh scale-out [--repeat R] [--rows N] [--smoke]
+#   scripts/bench.sh scale-out [--repeat R] [--rows N] [--cells C] [--only ragged cells] [--smoke]
 #       Distributed writers on a Dask LocalCluster (bench/bench_scale_out.py): ragged.build(...,
-#       client=) of N random points (default 3,000,000) with two worker processes against one (one
-#       thread each), the speed-up against the target 1.7; the single build on one thread and on
-#       all cores beside it. Needs python3-distributed.
+#       client=) of N random points (default 3,000,000) and cells.convert(..., client=) of a random
+#       h5ad of C cells (default 200,000) with two worker processes against one (one thread each),
+#       the speed-up against the target 1.7; beside them the machine's limit (the same split run
+#       by two CLIs one after the other and side by side) and the single writer on one thread and
+#       on all cores. Needs python3-distributed and anndata.
 #
 #   scripts/bench.sh cells-peers [--repeat R] [--cells N] [--genes G] [--batches B] [--smoke] [--only ...]
 #       tessera.cells against anndata and h5py on the same data, side by side (bench/bench_cells_peers.py):

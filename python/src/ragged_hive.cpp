@@ -1,7 +1,8 @@
 // The morton-hive pieces of the zagg-ragged bindings: a hive's manifest, a leaf's commit stamp,
 // the root coverage MOC, leaf paths and the walk that finds leaves (spec zagg-ragged.md §4.7),
-// the §7 content hashes, and cells ↔ latitude/longitude. python/tessera/_ragged_hive.py builds the public functions on
-// these. Every call opens a local directory store and runs with the GIL released.
+// the §7 content hashes, cells ↔ latitude/longitude, and the row split of a distributed build.
+// python/tessera/_ragged_hive.py and _ragged_distributed.py build the public functions on these.
+// Every call opens a local directory store and runs with the GIL released.
 #include <cstdint>
 #include <cstring>
 #include <optional>

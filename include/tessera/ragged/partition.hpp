@@ -16,7 +16,7 @@ namespace tessera::ragged {
 struct ShardPartitions {
   std::vector<std::uint64_t> occupied;  // NESTED ids at the shard order of the shards with rows, ascending
   std::vector<std::uint16_t> part;      // each row's partition
-  std::vector<std::size_t> sizes;       // rows per partition (none empty)
+  std::vector<std::size_t> sizes;       // rows per partition (none empty, unless there are no rows)
   std::size_t refused = 0;              // rows the build refuses (non-finite, |lat| > 90): in the last partition
 };
 

@@ -23,7 +23,6 @@ import tempfile as _tempfile
 import time as _time
 from typing import Any, Optional
 
-
 from . import _cli, _ragged_hive, _tasks, _tessera
 from ._tessera import UsageError
 

@@ -77,19 +77,20 @@ std::optional<std::uint64_t> chunk_id_of(std::span<const std::uint64_t> words, s
     const std::uint64_t w = words[i];
     if (w == 0) continue;
     const auto info = morton::inspect(w);
-    const std::string where = std::string(what) + " cell " + std::to_string(i);
-    if (!info) morton::check(w, where);  // throws with the rule
+    // Named only for an error: a sweep checks about a million words.
+    const auto where = [&] { return std::string(what) + " cell " + std::to_string(i); };
+    if (!info) morton::check(w, where());  // throws with the rule
     if (info->point)
-      throw FormatError(where + ": morton word " + std::to_string(w) + " is a point word; cells are area words",
+      throw FormatError(where() + ": morton word " + std::to_string(w) + " is a point word; cells are area words",
                         std::string(what), "morton");
     if (*cell_order < 0) *cell_order = info->order;
     if (info->order != *cell_order)
-      throw FormatError(where + ": morton word of order " + std::to_string(info->order) + " on an axis of order " +
+      throw FormatError(where() + ": morton word of order " + std::to_string(info->order) + " on an axis of order " +
                             std::to_string(*cell_order) + " (every written word has the cells-axis order)",
                         std::string(what), "morton");
     if (info->order < depth)
-      throw FormatError(where + ": order-" + std::to_string(info->order) + " words cannot fill a read chunk of depth " +
-                            std::to_string(depth),
+      throw FormatError(where() + ": order-" + std::to_string(info->order) +
+                            " words cannot fill a read chunk of depth " + std::to_string(depth),
                         std::string(what), "morton");
     const std::uint64_t a = morton::clip(w, info->order - depth);
     if (id && *id != a)
@@ -272,6 +273,18 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
       if (index) fetched = a.read_stored_chunks(*index, g, g_end);
       std::vector<std::optional<PopulatedChunk>> decoded(g_end - g);
       std::vector<std::exception_ptr> deferred(g_end - g);
+      // Each populated chunk's words are checked by its worker, against an order of their own;
+      // a chunk that fails, or whose order is not the sweep's, is checked again in axis order
+      // below, so errors are the ones a serial sweep raises.
+      struct WordsCheck {
+        std::optional<std::uint64_t> id;
+        int order = -1;
+        bool failed = false;
+      };
+      std::vector<WordsCheck> checks(g_end - g);
+      const auto what_of = [&](std::uint64_t start) {
+        return morton.path() + " read chunk at cell " + std::to_string(start);
+      };
       parallel_for_each(req.threads, g_end - g, [&](std::size_t j) {
         const std::uint64_t inner = g + j;
         const std::uint64_t start = ospan[0].begin + inner * chunk_cells;
@@ -287,6 +300,11 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
         }
         if (cells.all_empty()) return;
         decoded[j].emplace(PopulatedChunk{start, 0, j, std::move(cells)});
+        try {
+          checks[j].id = chunk_id_of(words_of_chunk(start), chunk_cells, what_of(start), &checks[j].order);
+        } catch (const Error&) {  // raised again below, in axis order
+          checks[j].failed = true;
+        }
         if (req.task) {
           try {
             req.task(*decoded[j], words_of_chunk(start));
@@ -298,8 +316,12 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
       for (std::size_t j = 0; j < decoded.size(); ++j) {
         if (!decoded[j]) continue;
         PopulatedChunk& chunk = *decoded[j];
-        const std::string what = morton.path() + " read chunk at cell " + std::to_string(chunk.start);
-        const auto id = chunk_id_of(words_of_chunk(chunk.start), chunk_cells, what, &cell_order);
+        const std::string what = what_of(chunk.start);
+        const WordsCheck& check = checks[j];
+        std::optional<std::uint64_t> id = check.id;
+        if (check.failed || (check.order >= 0 && cell_order >= 0 && check.order != cell_order))
+          id = chunk_id_of(words_of_chunk(chunk.start), chunk_cells, what, &cell_order);  // throws
+        else if (cell_order < 0) cell_order = check.order;
         if (!id)
           throw FormatError(
               what + ": a populated chunk of " + a.path() + " has no written morton word (no chunk identity)",

@@ -41,10 +41,15 @@ void decode_into(std::span<const std::byte> payload, std::string_view what, Dige
   const std::size_t k = row_count(payload, what);
   out.means.resize(k);
   out.weights.resize(k);
+  out.cumulative.resize(k);
   const std::byte* p = payload.data();
+  double running = 0;
   for (std::size_t i = 0; i < k; ++i, p += kRowBytes) {
+    const double weight = static_cast<double>(load_le<float>(p + 4));
     out.means[i] = static_cast<double>(load_le<float>(p));
-    out.weights[i] = static_cast<double>(load_le<float>(p + 4));
+    out.weights[i] = weight;
+    running = i == 0 ? weight : running + weight;  // U_0 is w_0 itself, even when it is -0.0
+    out.cumulative[i] = running;
   }
 }
 
@@ -52,20 +57,24 @@ void decode_checked_into(std::span<const std::byte> payload, std::string_view wh
   const std::size_t k = row_count(payload, what);
   out.means.resize(k);
   out.weights.resize(k);
+  out.cumulative.resize(k);
   // The rules are folded into one flag so the loop stays branch-free; a digest that breaks one
   // is checked again row by row for the message.
   const std::byte* p = payload.data();
   double* means = out.means.data();
   double* weights = out.weights.data();
+  double* cumulative = out.cumulative.data();
   constexpr double kMax = std::numeric_limits<double>::max();
   bool ok = true;
-  double prev = -std::numeric_limits<double>::infinity();
+  double prev = -std::numeric_limits<double>::infinity(), running = 0;
   for (std::size_t i = 0; i < k; ++i, p += kRowBytes) {
     const double mean = static_cast<double>(load_le<float>(p));
     const double weight = static_cast<double>(load_le<float>(p + 4));
     ok &= (std::fabs(mean) <= kMax) & (weight > 0) & (weight <= kMax) & (mean >= prev);
     means[i] = prev = mean;
     weights[i] = weight;
+    running = i == 0 ? weight : running + weight;
+    cumulative[i] = running;
   }
   if (!ok) validate(out, what);
 }
@@ -127,25 +136,16 @@ double quantile_in_row(const Digest& d, std::size_t i, double lo, double hi, dou
 QuantilePair quantiles(const Digest& d, double qa, double qb, double total) noexcept {
   const std::size_t k = d.size();
   if (k == 0) return {std::nan(""), std::nan("")};
-  const double ta = qa * (total - 1), tb = qb * (total - 1);
-  // The first row whose segment reaches each target (a NaN target reaches none: the last mean).
-  QuantilePair out{d.means[k - 1], d.means[k - 1]};
-  bool found_a = false, found_b = false;
-  double running = 0;  // U_{i-1}
-  for (std::size_t i = 0; i < k && !(found_a && found_b); ++i) {
-    const double lo = i == 0 ? 0.0 : running;
-    running = i == 0 ? d.weights[0] : running + d.weights[i];
-    const double hi = running - 1;
-    if (!found_a && ta <= hi) {
-      out.a = quantile_in_row(d, i, lo, hi, ta);
-      found_a = true;
-    }
-    if (!found_b && tb <= hi) {
-      out.b = quantile_in_row(d, i, lo, hi, tb);
-      found_b = true;
-    }
-  }
-  return out;
+  const double* u = d.cumulative.data();
+  // The first row whose segment [U_{i-1}, U_i − 1] reaches the target, as a walk up the rows
+  // would find it (U ascends); a NaN target reaches none: the last mean.
+  const auto at = [&](double q) {
+    const double target = q * (total - 1);
+    const std::size_t i = static_cast<std::size_t>(
+        std::partition_point(u, u + k, [&](double running) { return !(target <= running - 1); }) - u);
+    return i == k ? d.means[k - 1] : quantile_in_row(d, i, i == 0 ? 0.0 : u[i - 1], u[i] - 1, target);
+  };
+  return {at(qa), at(qb)};
 }
 
 double quantile(const Digest& d, double q) noexcept {
@@ -157,9 +157,9 @@ namespace {
 
 // numpy interp(x, means, knots, left=0, right=total) of a non-empty digest, whose knots are
 // c_j = U_j − w_j/2 (U the sequential running sum) and whose weights sum (pairwise) to `total`.
-// Points are bin edges in the sweeps, so the walk moves forward through the rows, accumulating
-// U as it goes (no knot array); a point below the one the walk stopped at restarts it, so the
-// row found is always numpy's "last j with m_j <= x". Each value is the expression numpy
+// Points are bin edges in the sweeps, so the walk moves forward through the rows, reading U
+// from d.cumulative (no knot array); a point below the one the walk stopped at restarts it, so
+// the row found is always numpy's "last j with m_j <= x". Each value is the expression numpy
 // evaluates: the same slope (kept while the walk stays in one interval), the same fallback
 // when a slope is not finite.
 void cdf_with(const Digest& d, double total, std::span<const double> x, std::span<double> out) {
@@ -169,9 +169,9 @@ void cdf_with(const Digest& d, double total, std::span<const double> x, std::spa
   }
   const double* m = d.means.data();
   const double* w = d.weights.data();
+  const double* u = d.cumulative.data();
   const std::size_t k = d.size();
   std::size_t j = 0, slope_j = k;
-  double u = w[0];       // U_j
   double walked = m[0];  // the walk has passed every row with m <= walked
   double slope = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -188,18 +188,15 @@ void cdf_with(const Digest& d, double total, std::span<const double> x, std::spa
       out[i] = v;
       continue;
     }
-    if (v < walked) {
-      j = 0;
-      u = w[0];
-    }
+    if (v < walked) j = 0;
     walked = v;
-    while (j + 1 < k && m[j + 1] <= v) u += w[++j];
-    const double knot = u - w[j] / 2;
+    while (j + 1 < k && m[j + 1] <= v) ++j;
+    const double knot = u[j] - w[j] / 2;
     if (j == k - 1 || m[j] == v) {
       out[i] = knot;
       continue;
     }
-    const double next = (u + w[j + 1]) - w[j + 1] / 2;
+    const double next = u[j + 1] - w[j + 1] / 2;  // U_{j+1} is U_j + w_{j+1}
     if (slope_j != j) {
       slope = (next - knot) / (m[j + 1] - m[j]);
       slope_j = j;
@@ -246,17 +243,33 @@ void rasterize(const Digest& d, double total, double z_lo, double res, std::uint
 void rasterize_at(const Digest& d, double total, std::span<const double> edges, std::span<double> out,
                   std::vector<double>& scratch) {
   const std::size_t n_bins = edges.size() - 1;
-  if (d.empty()) {
-    std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n_bins), 0.0);
-    return;
-  }
-  scratch.resize(edges.size());  // the CDF at every edge
-  cdf_with(d, total, edges, scratch);
+  const BinRange r = rasterize_range(d, total, edges, out, scratch);
+  std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(r.lo), 0.0);
+  std::fill(out.begin() + static_cast<std::ptrdiff_t>(r.hi), out.begin() + static_cast<std::ptrdiff_t>(n_bins), 0.0);
+}
+
+BinRange rasterize_range(const Digest& d, double total, std::span<const double> edges, std::span<double> out,
+                         std::vector<double>& scratch) {
+  const std::size_t n_bins = edges.size() - 1;
+  if (d.empty()) return {};
+  // Bin b spans edges b and b + 1: zero when edge b + 1 lies below the first mean or edge b
+  // above the last (cdf_with's first two cases).
+  const auto first = static_cast<std::size_t>(std::lower_bound(edges.begin(), edges.end(), d.means.front()) -
+                                              edges.begin());  // first edge >= the first mean
+  const auto past = static_cast<std::size_t>(std::upper_bound(edges.begin(), edges.end(), d.means.back()) -
+                                             edges.begin());  // first edge > the last mean
+  const BinRange r{first > 0 ? first - 1 : 0, std::min(past, n_bins)};
+  if (r.lo >= r.hi) return {};
+  // The walk starts afresh at edge lo: cdf_with's values depend on the point only, not on the
+  // points before it.
+  scratch.resize(r.hi - r.lo + 1);  // the CDF at edges lo..hi
+  cdf_with(d, total, edges.subspan(r.lo, r.hi - r.lo + 1), scratch);
   const double* c = scratch.data();
-  for (std::size_t i = 0; i < n_bins; ++i) {
-    const double diff = c[i + 1] - c[i];
-    out[i] = diff >= 0.0 ? diff : 0.0;
+  for (std::size_t b = r.lo; b < r.hi; ++b) {
+    const double diff = c[b - r.lo + 1] - c[b - r.lo];
+    out[b] = diff >= 0.0 ? diff : 0.0;
   }
+  return r;
 }
 
 }  // namespace tessera::ragged::tdigest

@@ -124,10 +124,13 @@ inline double round_half_even(double x) noexcept {
                    path, "tensor cast");
 }
 
-// The cast of one cell's counts (spec §5.3 step 5) into `dst`.
+// The cast of one cell's counts of bins [range.lo, range.hi) (spec §5.3 step 5) into the cell's
+// `dst`; its other bins are zero.
 template <typename T>
-void store_counts(std::span<const double> counts, std::byte* dst, const std::string& path, std::uint64_t cell) {
-  for (std::size_t b = 0; b < counts.size(); ++b) {
+void store_counts(std::span<const double> counts, tdigest::BinRange range, std::byte* dst, const std::string& path,
+                  std::uint64_t cell) {
+  std::memset(dst, 0, range.lo * sizeof(T));
+  for (std::size_t b = range.lo; b < range.hi; ++b) {
     if constexpr (std::is_same_v<T, float>) {
       store_le<float>(dst + b * sizeof(T), static_cast<float>(counts[b]));
     } else {
@@ -137,6 +140,7 @@ void store_counts(std::span<const double> counts, std::byte* dst, const std::str
       store_le<T>(dst + b * sizeof(T), static_cast<T>(r));
     }
   }
+  std::memset(dst + range.hi * sizeof(T), 0, (counts.size() - range.hi) * sizeof(T));
 }
 
 // The tensor bytes computed before they are handed to the sink (at least two blocks per core).
@@ -249,17 +253,19 @@ void compute_block(const BlockContext& ctx, const BlockView& block, bool inner_p
     thread_local std::vector<double> counts, scratch;
     tdigest::decode_into(c.payload, path, d);
     counts.resize(w.n_bins);
-    tdigest::rasterize_at(d, c.total, edges, counts, scratch);
+    // Only the bins the digest reaches are computed (most cells cover a small part of the
+    // block's window); the others are +0.0, which leaves the sum as it is and casts to zero bytes.
+    const auto range = tdigest::rasterize_range(d, c.total, edges, counts, scratch);
     const auto rc = morton::rank_to_rowcol(c.local);
     const std::size_t at = static_cast<std::size_t>(rc.row) * out.side + rc.col;
     std::byte* dst = out.tensor.data() + at * cell_bytes;
     const std::uint64_t cell = block.start + c.local;
     double sum = 0;
-    for (const double v : counts) sum += v;
+    for (std::size_t b = range.lo; b < range.hi; ++b) sum += counts[b];
     switch (o.dtype) {
-      case TensorDType::U16: store_counts<std::uint16_t>(counts, dst, path, cell); break;
-      case TensorDType::U32: store_counts<std::uint32_t>(counts, dst, path, cell); break;
-      case TensorDType::F32: store_counts<float>(counts, dst, path, cell); break;
+      case TensorDType::U16: store_counts<std::uint16_t>(counts, range, dst, path, cell); break;
+      case TensorDType::U32: store_counts<std::uint32_t>(counts, range, dst, path, cell); break;
+      case TensorDType::F32: store_counts<float>(counts, range, dst, path, cell); break;
     }
     sums[i] = sum;
   });

@@ -13,10 +13,14 @@
 
 namespace tessera::ragged::tdigest {
 
-// A decoded digest widened to float64.
+// A decoded digest widened to float64, with the running sums of its weights.
 struct Digest {
   std::vector<double> means;
   std::vector<double> weights;
+  // U_i = w_0 + … + w_i, summed left to right (the spec's cumulative weights). The decoders
+  // fill it in the same pass, where its chain of dependent adds overlaps the loads, so that the
+  // kernels below look U up instead of each summing it again row by row.
+  std::vector<double> cumulative;
   std::size_t size() const noexcept { return means.size(); }
   bool empty() const noexcept { return means.empty(); }
 };
@@ -37,7 +41,8 @@ double pairwise_sum(std::span<const double> values) noexcept;
 
 // Quantile q of a digest (spec §5.3); NaN for an empty digest.
 double quantile(const Digest& d, double q) noexcept;
-// quantile(d, qa) and quantile(d, qb) in one walk, given total = pairwise_sum(d.weights).
+// quantile(d, qa) and quantile(d, qb), given total = pairwise_sum(d.weights); each a binary
+// search of U, so the weights must be >= 0 (validate checks > 0).
 struct QuantilePair {
   double a = 0, b = 0;
 };
@@ -60,5 +65,15 @@ void rasterize(const Digest& d, double total, double z_lo, double res, std::uint
 std::vector<double> bin_edges(double z_lo, double res, std::uint32_t n_bins);
 void rasterize_at(const Digest& d, double total, std::span<const double> edges, std::span<double> out,
                   std::vector<double>& scratch);
+// The bins [lo, hi) of rasterize_at that can hold a count: the CDF is 0 at every edge below the
+// first mean and `total` above the last, so a bin with both edges on one side is +0.0 (0 − 0,
+// total − total). Only those bins of `out` are written, with rasterize_at's values; `edges` are
+// ascending and not NaN, as bin_edges gives them. A sweep's block-wide window is much wider
+// than most cells' digests, so most bins are skipped.
+struct BinRange {
+  std::size_t lo = 0, hi = 0;
+};
+BinRange rasterize_range(const Digest& d, double total, std::span<const double> edges, std::span<double> out,
+                         std::vector<double>& scratch);
 
 }  // namespace tessera::ragged::tdigest

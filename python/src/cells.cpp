@@ -273,6 +273,7 @@ class PyCellsDataset {
     out["tile_cache_hits"] = s.tile_cache_hits;
     out["decoded_cache_hits"] = s.decoded_cache_hits;
     out["gene_indexes_built"] = s.gene_indexes_built;
+    out["gene_projections_built"] = s.gene_projections_built;
     return out;
   }
 

@@ -235,7 +235,8 @@ class Dataset:
 
     def stats(self) -> dict:
         """Fetch and decode statistics (tiles_fetched, fetch_seconds, stall_seconds, tiles_decoded,
-        decode_seconds, tile_cache_hits, decoded_cache_hits, gene_indexes_built)."""
+        decode_seconds, tile_cache_hits, decoded_cache_hits, gene_indexes_built,
+        gene_projections_built)."""
         return self._native.stats()
 
     def epoch(self, batch_size: int, *, seed: int = 0, epoch: int = 0, shuffle: bool = True, rank: int = 0,

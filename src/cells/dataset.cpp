@@ -283,6 +283,7 @@ class BatchRequest {
   // the end. A tile kept decoded is read through its gene index (built the first time).
   template <typename V>
   void fill_kept(SparseBatch& out, std::vector<V>& out_values) {
+    if (fill_projected(out, out_values)) return;
     auto& plan = impl_.plan;
     auto& stage = plan.stage;
     stage.reset(cells_.size());
@@ -293,9 +294,11 @@ class BatchRequest {
       plan.tile_rows.clear();
       for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p)
         plan.tile_rows.push_back({plan.order[p], static_cast<std::uint64_t>(cells_[plan.order[p]]) - start});
-      if (const auto* index = impl_.gene_index_of(d))
-        detail::stage_indexed(*index, plan.tile_rows, plan.kept, stage, indptr_);
-      else detail::stage_scanned(d, plan.tile_rows, plan.kept, stage, indptr_);
+      const auto* index = impl_.gene_index_of(d);
+      if (!index) detail::stage_scanned(d, plan.tile_rows, plan.kept, stage, indptr_);
+      else if (const auto* projection = impl_.projection_of(d, *index))
+        detail::stage_projected(*projection, plan.tile_rows, stage, indptr_);
+      else detail::stage_indexed(*index, plan.tile_rows, plan.kept, stage, indptr_);
     }
     indptr_[0] = 0;
     std::partial_sum(indptr_.begin(), indptr_.end(), indptr_.begin());
@@ -314,6 +317,52 @@ class BatchRequest {
   }
 
  private:
+  // fill_kept when every tile is kept decoded with a projection onto plan.kept (the steady state
+  // of batches over one gene list): each row's length is known up front, so its entries are
+  // copied straight into place, with no staging. False, having done nothing, otherwise.
+  template <typename V>
+  bool fill_projected(SparseBatch& out, std::vector<V>& out_values) {
+    auto& plan = impl_.plan;
+    auto& projections = plan.projections;
+    projections.clear();
+    for (const auto t : plan.tiles) {
+      const auto* d = impl_.find_decoded(t);
+      if (!d || !d->projection.built() || d->projection.genes != plan.kept.columns) return false;
+      projections.push_back(&d->projection);
+    }
+    const auto each_row = [&](auto&& fn) {
+      for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
+        const std::uint64_t start = tile_start(k);
+        for (std::size_t p = plan.offsets[k]; p < plan.offsets[k + 1]; ++p) {
+          const std::size_t i = plan.order[p];
+          fn(*projections[k], i, static_cast<std::uint64_t>(cells_[i]) - start);
+        }
+      }
+    };
+    // The rows are scattered over the projections: their bounds are independent loads that
+    // overlap, and each row's entries are requested while the lengths are summed.
+    each_row([&](const detail::GeneProjection& pr, std::size_t i, std::uint64_t r) {
+      const std::uint32_t lo = pr.indptr[r];
+      __builtin_prefetch(pr.entries.data() + lo);
+      indptr_[i + 1] = pr.indptr[r + 1] - lo;
+    });
+    indptr_[0] = 0;
+    std::partial_sum(indptr_.begin(), indptr_.end(), indptr_.begin());
+    const auto nnz = static_cast<std::size_t>(indptr_.back());
+    out.indices.resize(nnz);
+    out_values.resize(nnz);
+    each_row([&](const detail::GeneProjection& pr, std::size_t i, std::uint64_t r) {
+      const std::uint32_t lo = pr.indptr[r], len = pr.indptr[r + 1] - lo;
+      const auto to = static_cast<std::size_t>(indptr_[i]);
+      for (std::uint32_t e = 0; e < len; ++e) {  // a few per row: a loop, not a call to memmove
+        out.indices[to + e] = pr.entries[lo + e].column;
+        out_values[to + e] = static_cast<V>(pr.entries[lo + e].count);
+      }
+    });
+    for (const auto t : plan.tiles) (void)impl_.decode(t, nullptr);  // the LRU order and statistics
+    return true;
+  }
+
   // The request's k-th tile, decoded; the next one starts decoding in the background (helped
   // by this thread when it gets there), so a batch over several tiles, such as a whole
   // dataset or random cells, decodes on two cores while it gathers.
@@ -425,7 +474,13 @@ void Dataset::get_batch(std::span<const std::int64_t> cells, std::span<const std
     return;
   }
   const auto lk = impl_->lock_request();
-  impl_->plan.kept.assign(genes, n);
+  auto& plan = impl_->plan;
+  plan.genes_again = std::equal(genes.begin(), genes.end(), plan.previous_genes.begin(), plan.previous_genes.end());
+  // assign is O(n_genes): skipped when it holds these genes already (it may never have been
+  // assigned when they are none).
+  if (!plan.genes_again || plan.kept.columns != plan.previous_genes || plan.kept.keep.size() != n)
+    plan.kept.assign(genes, n);
+  plan.previous_genes = plan.kept.columns;
   BatchRequest req(*this, *impl_, cells, out.indptr, /*row_lengths=*/false);
   out.values = values;
   out.n_genes = genes.size();

@@ -139,6 +139,9 @@ struct Dataset::Impl {
     // A batch of some genes only (get_batch with genes): the genes, each tile's requested rows,
     // and the kept nonzeros staged in tile order.
     detail::KeptGenes kept;
+    std::vector<std::uint32_t> previous_genes;               // kept.columns of the gene request before
+    bool genes_again = false;                                // this request's genes are previous_genes
+    std::vector<const detail::GeneProjection*> projections;  // per entry of `tiles` (fill_projected)
     std::vector<detail::TileRow> tile_rows;
     detail::KeptStage stage;
   };
@@ -186,6 +189,10 @@ struct Dataset::Impl {
   // transient tile that an earlier request decoded is reused as surely as one decoded twice, and
   // becomes hot here when it fits.
   const detail::GeneIndex* gene_index_of(Decoded& d);
+  // The projection of indexed tile `d` onto plan.kept: the one it holds, or one built now when
+  // the previous gene request asked for the same genes (a list asked for twice is likely asked
+  // for again) and it fits in what the hot tiles leave of decoded_cache_bytes; else nullptr.
+  const detail::GeneProjection* projection_of(Decoded& d, const detail::GeneIndex& index);
   // Grows `d` to hold tile `t` and decodes it there, counting it in the statistics; the caller
   // holds api_mu or owns `d` exclusively.
   void decode_into(Decoded& d, std::uint64_t t, const Tile& tile);

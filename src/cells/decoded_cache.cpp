@@ -24,7 +24,7 @@ std::uint64_t Dataset::Impl::decoded_bytes(std::uint64_t t) const {
 std::uint64_t Dataset::Impl::hot_decoded_bytes() const {
   std::uint64_t sum = 0;
   for (const auto& d : decoded)
-    if (d.hot) sum += decoded_bytes(d.tile) + d.by_gene.bytes();
+    if (d.hot) sum += decoded_bytes(d.tile) + d.by_gene.bytes() + d.projection.bytes();
   return sum;
 }
 
@@ -51,6 +51,17 @@ const detail::GeneIndex* Dataset::Impl::gene_index_of(Decoded& d) {
   return &d.by_gene;
 }
 
+const detail::GeneProjection* Dataset::Impl::projection_of(Decoded& d, const detail::GeneIndex& index) {
+  if (d.projection.built() && d.projection.genes == plan.kept.columns) return &d.projection;
+  if (!plan.genes_again) return nullptr;
+  const std::uint64_t used = hot_decoded_bytes() - d.projection.bytes();  // a stale one is replaced
+  if (used >= options.decoded_cache_bytes) return nullptr;
+  if (!detail::project(index, plan.kept, plan.stage, options.decoded_cache_bytes - used, d.projection)) return nullptr;
+  std::lock_guard lk(cache_mu);
+  ++stats.gene_projections_built;
+  return &d.projection;
+}
+
 std::int32_t detail::DecodedTile::count_at(std::uint64_t j) const {
   if (!narrow) return values[j];
   if (counts[j] != 0xFFFF) return counts[j];
@@ -74,6 +85,7 @@ Dataset::Impl::Decoded& Dataset::Impl::insert_decoded(Decoded&& d) {
 
 void Dataset::Impl::recycle(Decoded&& d) {
   d.by_gene.clear();
+  d.projection.clear();
   // Two spare buffers cover the transient tiles; more would hold memory no cache accounts for.
   if (free_buffers.size() < kTransientTiles) free_buffers.push_back(std::move(d));
 }
@@ -171,6 +183,7 @@ void Dataset::Impl::prepare_buffer(Decoded& d, std::uint64_t t, const Tile& tile
   }
   d.wide_counts.clear();
   d.by_gene.clear();
+  d.projection.clear();
 }
 
 void Dataset::Impl::count_decode(std::chrono::steady_clock::time_point t0) {

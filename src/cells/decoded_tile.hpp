@@ -11,6 +11,28 @@
 
 namespace tessera::cells::detail {
 
+// Every row of a tile restricted to one list of genes (a batch's `genes`, asked for again), in
+// CSR form: a row's nonzeros numbered as output columns, ascending. Batches that keep asking
+// for the same genes (a model's gene panel) then read each requested row's few nonzeros
+// directly, instead of each batch walking the genes' bitmaps over the whole tile.
+struct GeneProjection {
+  struct Entry {  // a column and its count side by side: a row's few entries share a cache line
+    std::int32_t column, count;
+  };
+  std::vector<std::uint32_t> genes;   // the stored gene of each output column (KeptGenes::columns)
+  std::vector<std::uint32_t> indptr;  // rows + 1 (empty: not built)
+  std::vector<Entry> entries;
+  bool built() const noexcept { return !indptr.empty(); }
+  std::uint64_t bytes() const noexcept {
+    return (genes.capacity() + indptr.capacity()) * sizeof(std::uint32_t) + entries.capacity() * sizeof(Entry);
+  }
+  void clear() noexcept {
+    genes = {};
+    indptr = {};
+    entries = {};
+  }
+};
+
 struct DecodedTile {
   std::uint64_t tile = 0;
   bool narrow = false;
@@ -22,6 +44,8 @@ struct DecodedTile {
   std::vector<WideCount> wide_counts;
   // Built on demand for hot tiles that batches of a few genes read (Dataset::Impl::gene_index_of).
   GeneIndex by_gene;
+  // Built from by_gene when a list of genes is asked for twice in a row (Dataset::Impl::projection_of).
+  GeneProjection projection;
   // The count at position j (in the narrow form, the real one when it was above 65535).
   std::int32_t count_at(std::uint64_t j) const;
 };

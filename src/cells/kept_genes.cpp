@@ -145,4 +145,52 @@ void stage_indexed(const GeneIndex& index, std::span<const TileRow> rows, const 
   for (const auto& tr : rows) stage.row_kept[tr.row] = 0;
 }
 
+bool project(const GeneIndex& index, const KeptGenes& kept, KeptStage& stage, std::uint64_t max_bytes,
+             GeneProjection& out) {
+  out.clear();
+  const std::uint32_t rows = index.rows();
+  auto& all = stage.want;
+  all.assign((rows + 63) / 64, ~std::uint64_t{0});
+  if (rows % 64 != 0) all.back() = (std::uint64_t{1} << (rows % 64)) - 1;
+  const std::size_t n = index.gather(all.data(), rows, kept.columns, stage.matches);
+  if ((std::uint64_t{rows} + 1 + kept.columns.size() + 2 * std::uint64_t{n}) * 4 > max_bytes) return false;
+  // The matches come gene by gene, each gene's rows ascending: counted per row, then placed in
+  // that order, so each row's columns come out ascending (as stage_indexed places them).
+  const std::span<const GeneMatch> matches(stage.matches.data(), n);
+  out.indptr.assign(std::size_t{rows} + 1, 0);
+  for (const auto& m : matches) ++out.indptr[m.row + 1];
+  for (std::uint32_t r = 0; r < rows; ++r) out.indptr[r + 1] += out.indptr[r];
+  out.entries.resize(n);
+  auto& next = stage.projection_next;
+  next.assign(out.indptr.begin(), out.indptr.end() - 1);
+  for (const auto& m : matches) out.entries[next[m.row]++] = {static_cast<std::int32_t>(m.column), m.count};
+  out.genes = kept.columns;
+  return true;
+}
+
+void stage_projected(const GeneProjection& projection, std::span<const TileRow> rows, KeptStage& stage,
+                     std::span<std::int64_t> lengths) {
+  // The rows are scattered over the projection, so each is a cache miss once the caches have
+  // turned over (a full-row batch in between): their bounds are loaded first, independent loads
+  // that overlap, with each row's entries requested then; the copy comes after.
+  std::size_t staged = stage.columns.size(), total = staged;
+  for (const auto& tr : rows) {
+    const std::uint32_t lo = projection.indptr[tr.row];
+    __builtin_prefetch(projection.entries.data() + lo);
+    total += projection.indptr[tr.row + 1] - lo;
+  }
+  stage.columns.resize(total);
+  stage.counts.resize(total);
+  for (const auto& tr : rows) {
+    const std::uint32_t lo = projection.indptr[tr.row], len = projection.indptr[tr.row + 1] - lo;
+    stage.first[tr.request] = staged;
+    lengths[tr.request + 1] = len;
+    for (std::uint32_t e = 0; e < len; ++e) {  // a few per row: a loop, not a call to memmove
+      stage.columns[staged + e] = projection.entries[lo + e].column;
+      stage.counts[staged + e] = projection.entries[lo + e].count;
+    }
+    staged += len;
+  }
+}
+
 }  // namespace tessera::cells::detail

@@ -40,6 +40,7 @@ struct KeptStage {
   std::vector<std::uint64_t> kept_positions, kept_end;
   std::vector<std::pair<std::int32_t, std::int32_t>> sort_scratch;
   std::vector<std::uint64_t> want, row_kept, row_next;
+  std::vector<std::uint32_t> projection_next;
   MatchBuffer matches;
   void reset(std::size_t requests) {
     columns.clear();
@@ -55,5 +56,12 @@ void stage_scanned(const DecodedTile& d, std::span<const TileRow> rows, const Ke
 // The same through the tile's gene index: only the kept genes' columns are read.
 void stage_indexed(const GeneIndex& index, std::span<const TileRow> rows, const KeptGenes& kept, KeptStage& stage,
                    std::span<std::int64_t> lengths);
+// Builds `out`, the projection of every row of the indexed tile onto kept.columns, unless it
+// would take more than `max_bytes` (then `out` is left cleared and false is returned).
+bool project(const GeneIndex& index, const KeptGenes& kept, KeptStage& stage, std::uint64_t max_bytes,
+             GeneProjection& out);
+// The same as stage_indexed, read from a projection onto kept.columns.
+void stage_projected(const GeneProjection& projection, std::span<const TileRow> rows, KeptStage& stage,
+                     std::span<std::int64_t> lengths);
 
 }  // namespace tessera::cells::detail

@@ -233,6 +233,44 @@ TEST_F(DecodedCacheTest, GeneSubsetsOfKeptTilesGoThroughTheirGeneIndex) {
   EXPECT_EQ(tight->stats().tiles_decoded, tight_decoded) << "no kept tile was evicted for an index";
 }
 
+// A gene list asked for twice in a row is projected: each kept tile's rows restricted to those
+// genes, which the batches after read directly. Every list of gene_subsets, asked for in a run of
+// batches, equals the selection of whole rows from the first batch on; each tile is projected
+// once per run (full-row batches in between do not break a run), and a new list replaces the
+// projections of the one before.
+TEST_F(DecodedCacheTest, RepeatedGeneListsAreReadFromTheirProjection) {
+  std::mt19937_64 rng(13);
+  const auto subsets = gene_subsets(kNarrowGenes, 400, rng);
+  std::vector<std::int64_t> all(kCells);
+  std::iota(all.begin(), all.end(), 0);
+  const auto batches = random_batches(4);
+  auto ds = Dataset::open(path());
+  (void)ds->get_batch(all);
+  (void)ds->get_batch(all);  // every tile kept decoded
+  for (std::size_t s = 0; s < subsets.size(); ++s) {
+    const auto& genes = subsets[s];
+    if (genes.size() * 4 > kNarrowGenes) continue;  // read through whole rows
+    SCOPED_TRACE(::testing::Message() << "list " << s << ", " << genes.size() << " genes");
+    const std::uint64_t before = ds->stats().gene_projections_built;
+    SparseBatch got;
+    for (int round = 0; round < 2; ++round) {
+      ds->get_batch(all, genes, Values::Int32, got);
+      expect_same(got, select_columns(ds->get_batch(all, Values::Int32), genes));
+    }
+    EXPECT_EQ(ds->stats().gene_projections_built, before + ds->n_tiles()) << "projected on the second request";
+    for (const Values v : {Values::Int32, Values::Float32})
+      for (const auto& cells : batches) {
+        ds->get_batch(cells, genes, v, got);
+        expect_same(got, select_columns(ds->get_batch(cells, v), genes));
+      }
+    EXPECT_EQ(ds->stats().gene_projections_built, before + ds->n_tiles()) << "once per tile";
+  }
+  // With no tile kept decoded there is nothing to project.
+  auto unkept = Dataset::open(path(), {.decoded_cache_bytes = 0});
+  for (int round = 0; round < 3; ++round) expect_subsets_equal_selection(*unkept, batches[0], {subsets[3]});
+  EXPECT_EQ(unkept->stats().gene_projections_built, 0u);
+}
+
 TEST(DecodedCacheWide, GeneSubsetsOfWideTilesEqualTheSelectionOfWholeRows) {
   // More than 65,536 genes: tiles decode to int32 (no narrow form), genes spread to 70,000.
   tessera::testing::TempDir tmp;
@@ -251,6 +289,8 @@ TEST(DecodedCacheWide, GeneSubsetsOfWideTilesEqualTheSelectionOfWholeRows) {
   expect_subsets_equal_selection(*ds, cells, subsets);
   EXPECT_GT(ds->stats().gene_indexes_built, 0u) << "the int32 form is indexed too";
   expect_subsets_equal_selection(*ds, cells, subsets);
+  expect_subsets_equal_selection(*ds, cells, {present});  // one list in a row: projected
+  EXPECT_GT(ds->stats().gene_projections_built, 0u) << "the int32 form is projected too";
 }
 
 }  // namespace

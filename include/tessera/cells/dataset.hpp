@@ -75,7 +75,8 @@ struct DatasetStats {
   double decode_seconds = 0;
   std::uint64_t tile_cache_hits = 0;
   std::uint64_t decoded_cache_hits = 0;
-  std::uint64_t gene_indexes_built = 0;  // decoded tiles given a by-gene index (get_batch with genes)
+  std::uint64_t gene_indexes_built = 0;      // decoded tiles given a by-gene index (get_batch with genes)
+  std::uint64_t gene_projections_built = 0;  // decoded tiles projected onto a list of genes asked for again
 };
 
 // Thrown when a fetched tile's nonzero count differs from the manifest's tile_nnz (D3): a

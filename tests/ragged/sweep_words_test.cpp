@@ -22,7 +22,7 @@ namespace tessera::ragged {
 namespace {
 
 // One shard of 4096 cells of order 15 in 64 read chunks of 64 cells (several batches at any
-// thread count), half the cells populated, so every chunk holds digests and is checked.
+// thread count), about half the cells populated.
 struct Leaf {
   testing::TempDir dir;
   std::optional<io::DirectoryStore> store;
@@ -85,6 +85,15 @@ struct Leaf {
   }
 };
 
+void expect_contains(const std::string& error, const std::string& part) {
+  EXPECT_NE(error.find(part), std::string::npos) << error;
+}
+
+// What the sweep says of a chunk at cell `at` whose first word is of order 16.
+std::string order_16_at(std::uint64_t at) {
+  return "read chunk at cell " + std::to_string(at) + " cell 0: morton word of order 16 on an axis of order 15";
+}
+
 TEST(RaggedSweepWords, AnUntouchedLeafSweeps) {
   Leaf leaf;
   EXPECT_EQ(leaf.sweep_error(2), "no error");
@@ -96,12 +105,7 @@ TEST(RaggedSweepWords, AChunkOfAnotherOrderIsNamedAtItsFirstWord) {
   const std::uint64_t at = *leaf.first;
   for (std::uint64_t i = 0; i < Leaf::kChunkCells; ++i)
     leaf.set_word(at + i, morton::descendant(leaf.shard, Leaf::kDepth + 1, 4 * at + i));  // nested, one order finer
-  const std::string e = leaf.error();
-  EXPECT_NE(e.find("read chunk at cell " + std::to_string(at) +
-                   " cell 0: morton word of order 16 on an axis "
-                   "of order 15"),
-            std::string::npos)
-      << e;
+  expect_contains(leaf.error(), order_16_at(at));
 }
 
 // The chunk's own first word sets no order of its own: the sweep's order (from the chunks before)
@@ -110,12 +114,7 @@ TEST(RaggedSweepWords, AWrongFirstWordIsNamedNotTheRightOnesAfterIt) {
   Leaf leaf;
   const std::uint64_t at = *leaf.first;
   leaf.set_word(at, morton::descendant(leaf.shard, Leaf::kDepth + 1, 4 * at));
-  const std::string e = leaf.error();
-  EXPECT_NE(e.find("read chunk at cell " + std::to_string(at) +
-                   " cell 0: morton word of order 16 on an axis "
-                   "of order 15"),
-            std::string::npos)
-      << e;
+  expect_contains(leaf.error(), order_16_at(at));
 }
 
 TEST(RaggedSweepWords, WordsUnderTwoAncestorsAreNotNested) {
@@ -123,16 +122,15 @@ TEST(RaggedSweepWords, WordsUnderTwoAncestorsAreNotNested) {
   const std::uint64_t at = *leaf.first;
   leaf.set_word(at + 5, morton::descendant(leaf.shard, Leaf::kDepth, *leaf.previous + 5));
   const std::string e = leaf.error();
-  EXPECT_NE(e.find("read chunk at cell " + std::to_string(at) + ": morton words"), std::string::npos) << e;
-  EXPECT_NE(e.find("of one read chunk have different ancestors"), std::string::npos) << e;
+  expect_contains(e, "read chunk at cell " + std::to_string(at) + ": morton words");
+  expect_contains(e, "of one read chunk have different ancestors");
 }
 
 TEST(RaggedSweepWords, AnInvalidWordNamesItsCell) {
   Leaf leaf;
   const std::uint64_t at = *leaf.first;
   leaf.set_word(at + 7, ~std::uint64_t{0});
-  const std::string e = leaf.error();
-  EXPECT_NE(e.find("read chunk at cell " + std::to_string(at) + " cell 7"), std::string::npos) << e;
+  expect_contains(leaf.error(), "read chunk at cell " + std::to_string(at) + " cell 7");
 }
 
 // Errors in two chunks: the first on the axis is reported, though a worker may check the other first.
@@ -141,8 +139,7 @@ TEST(RaggedSweepWords, TheFirstFailingChunkOnTheAxisIsReported) {
   const std::uint64_t at = *leaf.first;
   leaf.set_word(at + 7, ~std::uint64_t{0});
   leaf.set_word(*leaf.previous + 3, ~std::uint64_t{0});
-  const std::string e = leaf.error();
-  EXPECT_NE(e.find("read chunk at cell " + std::to_string(*leaf.previous) + " cell 3"), std::string::npos) << e;
+  expect_contains(leaf.error(), "read chunk at cell " + std::to_string(*leaf.previous) + " cell 3");
 }
 
 }  // namespace

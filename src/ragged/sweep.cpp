@@ -2,6 +2,7 @@
 #include "sweep.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 
@@ -169,6 +170,23 @@ CellSpan subtree_span(const CellsAxis& axis, std::uint64_t word) {
   return {begin, begin + morton::pow4(below)};
 }
 
+namespace {
+
+// Runs fn(order[0]), fn(order[1]), … on up to `threads` workers (0: oneTBB's default), each
+// taking the next position from a shared counter, so work is handed out in `order`. Largest
+// first leaves the smallest pieces for the end of a batch, where one core otherwise waits while
+// the other finishes a large one.
+void for_each_in_turn(unsigned threads, std::span<const std::size_t> order,
+                      const std::function<void(std::size_t)>& fn) {
+  std::atomic<std::size_t> next{0};
+  const std::size_t cores = threads ? threads : static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+  parallel_for_each(threads, std::min(order.size(), cores), [&](std::size_t) {
+    for (std::size_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < order.size();) fn(order[p]);
+  });
+}
+
+}  // namespace
+
 void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& consume) {
   const zarr::Array& a = *req.array;
   const zarr::Array& morton = *req.morton;
@@ -285,7 +303,20 @@ void sweep(const SweepRequest& req, const std::function<void(SweepBatch&)>& cons
       const auto what_of = [&](std::uint64_t start) {
         return morton.path() + " read chunk at cell " + std::to_string(start);
       };
-      parallel_for_each(req.threads, g_end - g, [&](std::size_t j) {
+      // The batch's chunks, largest stored first (their work grows with their populated cells).
+      std::vector<std::size_t> order(g_end - g);
+      std::vector<std::uint64_t> stored_bytes(g_end - g, 0);
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        order[j] = j;
+        if (stored && stored->index()) {
+          if (const auto range = stored->index()->chunk_range(g + j)) stored_bytes[j] = range->nbytes;
+        } else if (!stored && fetched[j]) {
+          stored_bytes[j] = fetched[j]->size();
+        }
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::size_t x, std::size_t y) { return stored_bytes[x] > stored_bytes[y]; });
+      for_each_in_turn(req.threads, order, [&](std::size_t j) {
         const std::uint64_t inner = g + j;
         const std::uint64_t start = ospan[0].begin + inner * chunk_cells;
         if (start >= length) return;

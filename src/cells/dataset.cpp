@@ -280,7 +280,8 @@ class BatchRequest {
   // The rows with only the genes of plan.kept, numbered as output columns and ascending in each
   // row, into `out` (indptr included). A row's kept nonzeros are known only once its tile is
   // decoded, so they are staged in tile order (kept_genes.hpp) and copied into request order at
-  // the end. A tile kept decoded is read through its gene index (built the first time).
+  // the end. A tile kept decoded is read through its projection onto these genes, or else its
+  // gene index (each built the first time it is worth it).
   template <typename V>
   void fill_kept(SparseBatch& out, std::vector<V>& out_values) {
     if (fill_projected(out, out_values)) return;
@@ -327,7 +328,7 @@ class BatchRequest {
     projections.clear();
     for (const auto t : plan.tiles) {
       const auto* d = impl_.find_decoded(t);
-      if (!d || !d->projection.built() || d->projection.genes != plan.kept.columns) return false;
+      if (!d || !d->projection.onto(plan.kept.columns)) return false;
       projections.push_back(&d->projection);
     }
     const auto each_row = [&](auto&& fn) {

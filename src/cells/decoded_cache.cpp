@@ -52,7 +52,7 @@ const detail::GeneIndex* Dataset::Impl::gene_index_of(Decoded& d) {
 }
 
 const detail::GeneProjection* Dataset::Impl::projection_of(Decoded& d, const detail::GeneIndex& index) {
-  if (d.projection.built() && d.projection.genes == plan.kept.columns) return &d.projection;
+  if (d.projection.onto(plan.kept.columns)) return &d.projection;
   if (!plan.genes_again) return nullptr;
   const std::uint64_t used = hot_decoded_bytes() - d.projection.bytes();  // a stale one is replaced
   if (used >= options.decoded_cache_bytes) return nullptr;

@@ -23,6 +23,8 @@ struct GeneProjection {
   std::vector<std::uint32_t> indptr;  // rows + 1 (empty: not built)
   std::vector<Entry> entries;
   bool built() const noexcept { return !indptr.empty(); }
+  // Whether this is the projection onto `columns` (KeptGenes::columns).
+  bool onto(const std::vector<std::uint32_t>& columns) const noexcept { return built() && genes == columns; }
   std::uint64_t bytes() const noexcept {
     return (genes.capacity() + indptr.capacity()) * sizeof(std::uint32_t) + entries.capacity() * sizeof(Entry);
   }

@@ -31,9 +31,11 @@ std::uint64_t checked_frame_content_size(std::span<const std::byte> frame, const
 }
 
 void decompress(std::span<const std::byte> frame, std::span<std::byte> dst, const std::string& object,
-                const std::string& structure, const char* frame_name, const char* rule) {
+                const std::string& structure, const char* frame_name, const char* rule,
+                const std::function<void(std::size_t)>* on_block = nullptr) {
   try {
-    codec::zstd_decompress_into(frame, dst);
+    if (on_block) codec::zstd_decompress_blocks(frame, dst, *on_block);
+    else codec::zstd_decompress_into(frame, dst);
   } catch (const FormatError& e) {
     fail(object, structure, std::string(frame_name) + " frame: " + e.what(), rule);
   }
@@ -62,9 +64,10 @@ void check_stream_frame(std::span<const std::byte> frame, std::uint64_t expected
 }
 
 void decode_stream_frame(std::span<const std::byte> frame, std::span<std::byte> dst, const std::string& object,
-                         const std::string& structure, const char* frame_name) {
+                         const std::string& structure, const char* frame_name,
+                         const std::function<void(std::size_t)>& on_block) {
   check_stream_frame(frame, dst.size(), object, structure, frame_name);
-  decompress(frame, dst, object, structure, frame_name, "T19");
+  decompress(frame, dst, object, structure, frame_name, "T19", &on_block);
 }
 
 void decode_exception_frame(std::span<const std::byte> frame, std::uint64_t n, const std::string& object,

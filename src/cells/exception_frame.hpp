@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,8 +33,11 @@ void check_stream_frame(std::span<const std::byte> frame, std::uint64_t expected
                         const std::string& structure, const char* frame_name);
 
 // T19 for a stream frame: one standard zstd frame of exactly `frame.size()` bytes declaring
-// content size `expected`, decompressing to exactly `dst.size() == expected` bytes.
+// content size `expected`, decompressing to exactly `dst.size() == expected` bytes. It is decoded a
+// block at a time (codec::zstd_decompress_blocks): `on_block(produced)` runs after each block, when
+// dst[0, produced) is final. `on_block` must not throw.
 void decode_stream_frame(std::span<const std::byte> frame, std::span<std::byte> dst, const std::string& object,
-                         const std::string& structure, const char* frame_name);
+                         const std::string& structure, const char* frame_name,
+                         const std::function<void(std::size_t)>& on_block);
 
 }  // namespace tessera::cells::detail

@@ -1,8 +1,8 @@
 // Stage 5 of the reader validation: decoding a tile's chunks (spec deltacells.md §2.6, §3.4).
-// Each chunk decompresses its two byte-planar streams (the gaps into its own output, the values
-// into a per-thread scratch buffer), prefix-sums the gaps of every cell and recombines the
-// counts, folding the v2 exception frames in while it walks (gap exceptions shift the rest of
-// their cell, value exceptions replace one count).
+// Each chunk decompresses its two byte-planar streams into a per-thread scratch buffer, a block
+// at a time, prefix-sums the gaps of every cell and recombines the counts as the blocks come out,
+// folding the v2 exception frames in while it walks (gap exceptions shift the rest of their cell,
+// value exceptions replace one count).
 // Chunks are independent and write disjoint output ranges, so they decode in parallel.
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -50,50 +50,59 @@ void Tile::decode_one(std::size_t k, I* indices, V* values, std::vector<WideCoun
   const std::size_t two_n = checked_stream_bytes(*this, k);
   I* idx = indices + (e.nnz_lo - first);
   V* val = values + (e.nnz_lo - first);
-  // The gaps planes decompress straight into the end of the chunk's own value output (4n bytes,
-  // or 2n in the narrow form; the gene pass below reads them before the value pass overwrites
-  // them), so only the vals planes need scratch: 2n bytes per thread instead of 4n, and less
-  // memory traffic.
-  static_assert(sizeof(V) == 4 || sizeof(V) == 2);
-  std::byte* gaps = reinterpret_cast<std::byte*>(val) + (sizeof(V) * n - two_n);
+  // Both streams decompress, one after the other, into one per-thread buffer, a zstd block (at
+  // most 128 KiB) at a time. A stream is its n low bytes, then its n high bytes: once a block of
+  // high bytes is out, the nonzeros it completes are un-planed into the output while that block is
+  // still in cache, and the output is written while zstd works on the next block. Un-planing after
+  // the whole stream would read every byte back from memory.
   thread_local std::vector<std::byte> scratch;
   if (scratch.size() < two_n) scratch.resize(two_n);
-  std::byte* vals = scratch.data();
-  detail::decode_stream_frame(frame_bytes(*this, e.gaps), {gaps, two_n}, name_, structure, "gaps");
+  const auto* lo = reinterpret_cast<const std::uint8_t*>(scratch.data());
+  const auto* hi = lo + n;
 
   thread_local detail::ExceptionList vexc, gexc;
   vexc.positions.clear();
   vexc.payloads.clear();
   gexc.positions.clear();
   gexc.payloads.clear();
-  const auto* glo = reinterpret_cast<const std::uint8_t*>(gaps);
-  const auto* ghi = glo + n;
   const std::uint64_t n_genes = header_.n_genes;
   const bool stream = n >= detail::kStreamNnz;
 
-  // The gene pass runs while the gaps planes are still in cache, before the vals frame is
-  // decompressed. Its errors and the exception frames' are held back until that frame has been
-  // decoded too, so a damaged chunk still reports the first rule it breaks in the original order
-  // (T19 for either stream before X1-X4, T20, T22).
+  // The errors of the exception frames and of the gene pass are held back until both streams have
+  // been decoded, so a damaged chunk still reports the first rule it breaks in the original order
+  // (T19 for either stream before X1-X4, T20, T22). After the first, the pass stops.
   std::exception_ptr pending;
-  try {
+  const auto held = [&pending](const auto& step) {
+    if (pending) return;
+    try {
+      step();
+    } catch (const FormatError&) {
+      pending = std::current_exception();
+    }
+  };
+  held([&] {
     if (e.vexc.len != 0) detail::decode_exception_frame(frame_bytes(*this, e.vexc), n, name_, structure, "vexc", vexc);
     if (e.gexc.len != 0) detail::decode_exception_frame(frame_bytes(*this, e.gexc), n, name_, structure, "gexc", gexc);
+  });
 
-    // Genes: the running sum of a cell's gaps, in 64 bits. A cell holds at most n_genes <= 2^31
-    // nonzeros (T18), so sums of u16 gaps plus u32 payloads cannot overflow.
-    std::size_t next_g = 0;  // next gap exception
-    const std::size_t n_gexc = gexc.size();
-    for (std::uint64_t r = e.cell_lo; r < e.cell_hi; ++r) {
+  // Genes: the running sum of a cell's gaps, in 64 bits, for the cells whose high bytes are out.
+  // A cell holds at most n_genes <= 2^31 nonzeros (T18), so sums of u16 gaps plus u32 payloads
+  // cannot overflow.
+  std::uint64_t r = e.cell_lo;  // the next cell to un-plane
+  std::size_t next_g = 0;       // the next gap exception
+  const std::size_t n_gexc = gexc.size();
+  const auto genes_until = [&](std::uint64_t ready) {
+    for (; r < e.cell_hi; ++r) {
       const std::uint64_t s = static_cast<std::uint64_t>(indptr_[r]) - e.nnz_lo;
       const std::uint64_t end = static_cast<std::uint64_t>(indptr_[r + 1]) - e.nnz_lo;
+      if (end > ready) return;
       if (s == end) continue;
       std::uint64_t gene = 0;
       std::uint32_t repeated = 0;
       if (next_g < n_gexc && gexc.positions[next_g] < end) {
         // Slow path: this cell has gap exceptions.
         for (std::uint64_t j = s; j < end; ++j) {
-          const std::uint32_t gap = glo[j] | (std::uint32_t{ghi[j]} << 8);
+          const std::uint32_t gap = lo[j] | (std::uint32_t{hi[j]} << 8);
           repeated |= static_cast<std::uint32_t>(j > s && gap == 0);
           gene += gap;
           if (next_g < n_gexc && gexc.positions[next_g] == j) {
@@ -113,14 +122,14 @@ void Tile::decode_one(std::size_t k, I* indices, V* values, std::vector<WideCoun
           idx[j] = static_cast<I>(gene);
           if (gene >= n_genes) break;  // reported below; keeps later sums small
         }
-      } else if (detail::cell_genes(glo, ghi, s, end, idx, n_genes, stream)) {
+      } else if (detail::cell_genes(lo, hi, s, end, idx, n_genes, stream)) {
         continue;  // valid: nothing to report
       } else {
         // A repeated gene or an index past n_genes: the exact walk finds which, for the message.
-        gene = glo[s] | (std::uint32_t{ghi[s]} << 8);
+        gene = lo[s] | (std::uint32_t{hi[s]} << 8);
         idx[s] = static_cast<I>(gene);
         for (std::uint64_t j = s + 1; j < end; ++j) {
-          const std::uint32_t gap = glo[j] | (std::uint32_t{ghi[j]} << 8);
+          const std::uint32_t gap = lo[j] | (std::uint32_t{hi[j]} << 8);
           repeated |= static_cast<std::uint32_t>(gap == 0);
           gene += gap;
           idx[j] = static_cast<I>(gene);
@@ -135,30 +144,37 @@ void Tile::decode_one(std::size_t k, I* indices, V* values, std::vector<WideCoun
                  std::to_string(n_genes),
              "T22");
     }
-  } catch (const FormatError&) {
-    pending = std::current_exception();
-  }
-  detail::decode_stream_frame(frame_bytes(*this, e.vals), {vals, two_n}, name_, structure, "vals");
-  if (pending) std::rethrow_exception(pending);
-  const auto* vlo = reinterpret_cast<const std::uint8_t*>(vals);
-  const auto* vhi = vlo + n;
+  };
+  const std::span<std::byte> planes(scratch.data(), two_n);
+  detail::decode_stream_frame(frame_bytes(*this, e.gaps), planes, name_, structure, "gaps", [&](std::size_t produced) {
+    if (produced > n) held([&] { genes_until(produced - n); });
+  });
 
-  // Counts.
-  const bool zero = detail::chunk_values(vlo, vhi, n, val, stream);
+  // Counts, in whole vectors of the kernels until the last block.
+  std::uint64_t counted = 0;
+  bool zero = false;
+  detail::decode_stream_frame(frame_bytes(*this, e.vals), planes, name_, structure, "vals", [&](std::size_t produced) {
+    if (produced <= n || pending) return;
+    const std::uint64_t ready = produced == two_n ? n : (produced - n) & ~std::uint64_t{63};
+    if (ready <= counted) return;
+    zero |= detail::chunk_values(lo + counted, hi + counted, ready - counted, val + counted, stream);
+    counted = ready;
+  });
 #if defined(__SSE2__)
   // Streamed stores are weakly ordered: fence them before the exception fix-ups below overwrite
   // some of them and before another thread reads the output.
   if (stream) _mm_sfence();
 #endif
+  if (pending) std::rethrow_exception(pending);
   if (zero) {
     std::uint64_t j = 0;
-    while ((vlo[j] | vhi[j]) != 0) ++j;
+    while ((lo[j] | hi[j]) != 0) ++j;
     fail(name_, structure, "stored count at position " + std::to_string(j) + " is 0", "T21");
   }
   for (std::size_t i = 0; i < vexc.size(); ++i) {
     const std::uint32_t pos = vexc.positions[i];
     const std::uint32_t payload = vexc.payloads[i];
-    const std::uint32_t stored = vlo[pos] | (std::uint32_t{vhi[pos]} << 8);
+    const std::uint32_t stored = lo[pos] | (std::uint32_t{hi[pos]} << 8);
     if (stored != kMaxStoredU16)
       fail(name_, structure,
            "vexc position " + std::to_string(pos) + " has stored count " + std::to_string(stored) + ", not 65535",

@@ -1,9 +1,13 @@
 #include "tessera/codec/zstd.hpp"
 
+// zstd_decompress_blocks uses the block-by-block ("buffer-less") decoder, which libzstd exports but
+// declares only under this macro.
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <zstd_errors.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -77,6 +81,35 @@ void zstd_decompress_into(std::span<const std::byte> src, std::span<std::byte> d
     throw FormatError(std::string("zstd error: ") + ZSTD_getErrorName(rc));
   }
   if (rc != dst.size()) throw length_mismatch(std::to_string(rc), dst.size());
+}
+
+void zstd_decompress_blocks(std::span<const std::byte> src, std::span<std::byte> dst,
+                            const std::function<void(std::size_t)>& on_block) {
+  ZSTD_DCtx* ctx = thread_dctx();
+  // The other decoders share the context: leave no half-read frame in it, whatever happens.
+  struct SessionReset {
+    ZSTD_DCtx* ctx;
+    ~SessionReset() { ZSTD_DCtx_reset(ctx, ZSTD_reset_session_only); }
+  } reset{ctx};
+  const auto fail = [&](ZSTD_ErrorCode code) {
+    if (code == ZSTD_error_dstSize_tooSmall) throw too_long(src, dst.size());
+    throw FormatError(std::string("zstd error: ") + ZSTD_getErrorString(code));
+  };
+  std::size_t consumed = 0, produced = 0;
+  while (consumed < src.size()) {  // one frame after another, as the one-shot decoder reads them
+    check(ZSTD_decompressBegin(ctx), "decompression start");
+    for (std::size_t next = ZSTD_nextSrcSizeToDecompress(ctx); next != 0; next = ZSTD_nextSrcSizeToDecompress(ctx)) {
+      if (next > src.size() - consumed) fail(ZSTD_error_srcSize_wrong);  // a truncated frame
+      // Each block lands right after the previous ones, where its matches look back for them.
+      const std::size_t rc =
+          ZSTD_decompressContinue(ctx, dst.data() + produced, dst.size() - produced, src.data() + consumed, next);
+      if (ZSTD_isError(rc)) fail(ZSTD_getErrorCode(rc));
+      consumed += next;
+      produced += rc;
+      if (rc != 0) on_block(produced);
+    }
+  }
+  if (produced != dst.size()) throw length_mismatch(std::to_string(produced), dst.size());
 }
 
 void zstd_check_decoded_length(std::span<const std::byte> src, std::uint64_t expected) {

@@ -1,9 +1,10 @@
 // The tile decoder's inner loops (src/cells/decode_kernels.hpp) against a scalar reference: every
-// form (SSE2 with and without streaming stores, AVX2 where the CPU has it) gives the reference's
-// gene indices and counts, and the same verdict on zero gaps, indices past n_genes and zero
-// counts, wherever in a cell the fault sits (prologue, vector body or tail); the same for the
-// narrow (uint16) forms, whose 16-bit sums must not hide a total past 65,535. A large encoded
-// tile then round-trips through Tile::decode, whose chunks are big enough for the streamed forms.
+// form (SSE2 with and without streaming stores, AVX2 and AVX-512 where the CPU has them) gives the
+// reference's gene indices and counts, and the same verdict on zero gaps, indices past n_genes
+// and zero counts, wherever in a cell the fault sits (prologue, vector body or tail); the same for
+// the narrow (uint16) forms, whose 16-bit sums must not hide a total past 65,535. Large encoded
+// tiles then round-trip through Tile::decode and Tile::decode_narrow, whose chunks are big enough
+// for the streamed forms and span several zstd blocks, so cells are un-planed block by block.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -142,10 +143,14 @@ TEST(DecodeKernels, NarrowGeneIndicesAndVerdictsMatchTheReference) {
       {"sse2 streamed", &detail::cell_genes_sse<true, std::uint16_t>}};
 #if defined(TESSERA_CELLS_AVX2)
   if (detail::cpu_has_avx2()) kernels.emplace_back("avx2", &detail::cell_genes_avx2<std::uint16_t>);
+  if (detail::cpu_has_avx512()) {
+    kernels.emplace_back("avx512", &detail::cell_genes_avx512<false>);
+    kernels.emplace_back("avx512 streamed", &detail::cell_genes_avx512<true>);
+  }
 #endif
   std::mt19937_64 rng(12);
   constexpr std::uint64_t kGenes = std::uint64_t{1} << 16;  // the narrow limit
-  for (const std::uint64_t len : {1u, 2u, 8u, 9u, 16u, 17u, 33u, 100u, 5003u, 20000u}) {
+  for (const std::uint64_t len : {1u, 2u, 8u, 9u, 16u, 17u, 31u, 32u, 33u, 64u, 65u, 100u, 5003u, 20000u}) {
     // none, a zero gap, past n_genes by one, a total that wraps 16 bits but whose low bits look fine
     for (int fault = 0; fault < 4; ++fault) {
       Planes p;
@@ -175,9 +180,20 @@ TEST(DecodeKernels, NarrowGeneIndicesAndVerdictsMatchTheReference) {
   }
 }
 
+using NarrowCountKernel = bool (*)(const std::uint8_t*, const std::uint8_t*, std::uint64_t, std::uint16_t*);
+
 TEST(DecodeKernels, NarrowCountsMatchTheReference) {
+  std::vector<std::pair<const char*, NarrowCountKernel>> kernels{
+      {"sse2", &detail::chunk_values_sse<false, std::uint16_t>},
+      {"sse2 streamed", &detail::chunk_values_sse<true, std::uint16_t>}};
+#if defined(TESSERA_CELLS_AVX2)
+  if (detail::cpu_has_avx512()) {
+    kernels.emplace_back("avx512", &detail::chunk_values_avx512<false>);
+    kernels.emplace_back("avx512 streamed", &detail::chunk_values_avx512<true>);
+  }
+#endif
   std::mt19937_64 rng(6);
-  for (const std::uint64_t n : {1u, 15u, 16u, 17u, 31u, 1000u, 70001u}) {
+  for (const std::uint64_t n : {1u, 15u, 16u, 17u, 31u, 32u, 33u, 63u, 64u, 65u, 1000u, 70001u}) {
     for (int zero_at = -1; zero_at < 3; ++zero_at) {
       Planes p;
       for (std::uint64_t j = 0; j < n; ++j) p.push(1 + rng() % (rng() % 10 == 0 ? 65535 : 30));
@@ -185,11 +201,11 @@ TEST(DecodeKernels, NarrowCountsMatchTheReference) {
         const std::uint64_t at = zero_at == 0 ? 0 : zero_at == 1 ? n / 2 : n - 1;
         p.lo[at] = p.hi[at] = 0;
       }
-      for (const bool stream : {false, true}) {
+      for (const auto& [name, kernel] : kernels) {
         for (std::size_t offset = 0; offset < 3; ++offset) {
-          SCOPED_TRACE("n " + std::to_string(n) + " zero at " + std::to_string(zero_at) + (stream ? " streamed" : ""));
+          SCOPED_TRACE("n " + std::to_string(n) + " zero at " + std::to_string(zero_at) + " " + name);
           std::vector<std::uint16_t> got(n + 8);
-          const bool zero = detail::chunk_values(p.lo.data(), p.hi.data(), n, got.data() + offset, stream);
+          const bool zero = kernel(p.lo.data(), p.hi.data(), n, got.data() + offset);
           fence();
           EXPECT_EQ(zero, zero_at >= 0);
           for (std::uint64_t j = 0; j < n; ++j) ASSERT_EQ(got[offset + j], p.at(j)) << j;
@@ -230,6 +246,57 @@ TEST(DecodeKernels, LargeTileRoundTripsThroughTheStreamedPath) {
     EXPECT_EQ(std::vector<std::uint32_t>(idx.begin(), idx.end()), genes);
     EXPECT_EQ(std::vector<std::uint32_t>(val.begin(), val.end()), counts);
     for (std::size_t j = 0; j < counts.size(); ++j) ASSERT_EQ(fval[j], static_cast<float>(counts[j])) << j;
+  }
+}
+
+// The narrow form of the test above: at most 65,536 genes, a cell longer than a zstd block's
+// worth of high bytes, gaps of 65,535 and counts above 65,535 (both exceptions).
+TEST(DecodeKernels, LargeNarrowTileRoundTripsBlockByBlock) {
+  std::mt19937_64 rng(4);
+  const std::uint64_t n_genes = Tile::kNarrowMaxGenes;
+  std::vector<std::int64_t> indptr{0};
+  std::vector<std::uint32_t> genes, counts;
+  std::vector<WideCount> want_wide;
+  for (int cell = 0; cell < 300; ++cell) {
+    std::vector<std::uint32_t> row;
+    if (cell == 11) {
+      for (std::uint32_t g = 0; g < n_genes; g += 1 + static_cast<std::uint32_t>(rng() % 2)) row.push_back(g);
+    } else if (cell == 12) {
+      row = {0, 65535};  // a stored gap of 65,535
+    } else if (cell % 10 != 0) {
+      const std::uint64_t length = 1 + rng() % 7000;
+      for (std::uint64_t g = rng() % 5; g < n_genes && row.size() < length; g += 1 + rng() % 12)
+        row.push_back(static_cast<std::uint32_t>(g));
+    }
+    for (const std::uint32_t g : row) {
+      genes.push_back(g);
+      counts.push_back(rng() % 400 == 0 ? 65536 + static_cast<std::uint32_t>(rng() % 100000) : 1 + rng() % 300);
+      if (counts.back() > 65535) want_wide.push_back({counts.size() - 1, counts.back()});
+    }
+    indptr.push_back(static_cast<std::int64_t>(genes.size()));
+  }
+  ASSERT_FALSE(want_wide.empty());
+  for (const int chunks : {1, 3}) {
+    const Tile t = Tile::parse(encode_tile({indptr, genes, counts, n_genes},
+                                           {.version = 2, .level = 3, .n_chunks = static_cast<std::uint32_t>(chunks)}),
+                               "narrow.dct");
+    ASSERT_TRUE(t.narrow_decodable());
+    ASSERT_GE(t.max_chunk_nnz(), detail::kStreamNnz);
+    for (const unsigned threads : {1u, 2u}) {
+      SCOPED_TRACE(std::to_string(chunks) + " chunks, " + std::to_string(threads) + " threads");
+      std::vector<std::uint16_t> g(t.nnz()), c(t.nnz());
+      std::vector<WideCount> wide;
+      t.decode_narrow(g, c, wide, {.threads = threads});
+      EXPECT_EQ(wide, want_wide);
+      for (std::size_t j = 0; j < genes.size(); ++j) {
+        ASSERT_EQ(g[j], genes[j]) << j;
+        ASSERT_EQ(c[j], std::min<std::uint32_t>(counts[j], 65535)) << j;
+      }
+      std::vector<std::int32_t> idx(t.nnz()), val(t.nnz());
+      t.decode(idx, val, {.threads = threads});
+      EXPECT_EQ(std::vector<std::uint32_t>(idx.begin(), idx.end()), genes);
+      EXPECT_EQ(std::vector<std::uint32_t>(val.begin(), val.end()), counts);
+    }
   }
 }
 

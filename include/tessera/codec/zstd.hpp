@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -15,6 +16,13 @@ namespace tessera::codec {
 // `decoded payload length {d} != raw_byte_len {r}` when the output size differs from dst.size(),
 // or `zstd error: {name}` for a corrupt frame.
 void zstd_decompress_into(std::span<const std::byte> src, std::span<std::byte> dst);
+
+// zstd_decompress_into a block (at most 128 KiB of output) at a time, calling `on_block(produced)`
+// after each block that produced bytes: dst[0, produced) is then final. A caller can work on each
+// block while it is still in cache, instead of reading the whole output back from memory. The
+// same errors as zstd_decompress_into; `on_block` must not throw.
+void zstd_decompress_blocks(std::span<const std::byte> src, std::span<std::byte> dst,
+                            const std::function<void(std::size_t)>& on_block);
 
 // Checks that the zstd frame(s) in `src` decode to exactly `expected` bytes, throwing the same
 // FormatErrors as zstd_decompress_into into a buffer of that size, but streaming through a small

@@ -298,9 +298,9 @@ namespace {
 class PieceWay {
  public:
   static constexpr int kTrialsPerWay = 48;
-  static constexpr int kTrialRun = 16;
+  static constexpr int kTrialRun = 4;
   static constexpr std::uint64_t kTrialMinBytes = std::uint64_t{128} << 10;  // timings of less are noise
-  static constexpr double kViewMargin = 1.15;
+  static constexpr double kViewMargin = 1.1;
 
   // Which way the next piece takes (true: view) and whether it is timed.
   bool view_next(bool& timed) {
@@ -310,7 +310,10 @@ class PieceWay {
     const std::lock_guard lock(mutex_);
     if (trials_[0] >= kTrialsPerWay && trials_[1] >= kTrialsPerWay) return decided_.load() == 1;
     // Runs of kTrialRun pieces take one way, so that a copy's hardware prefetch running on into
-    // the next piece's memory flatters at most the first piece of a run of views.
+    // the next piece's memory flatters at most the first piece of a run of views. The runs are
+    // short because the first pieces of a process run slower than the rest (copies timed at
+    // 0.12–0.14 ns per byte in the trials and 0.10 after them), and long runs let the way that
+    // went first carry more of that.
     const bool view = (trials_[0] + trials_[1]) / kTrialRun % 2 == 1;
     ++trials_[view ? 1 : 0];
     timed = true;
@@ -318,9 +321,10 @@ class PieceWay {
   }
   // Every timed piece is recorded; once all are in, the way with the lower median time per byte
   // is fixed (a median, so a piece that lost its CPU or met a cold page cannot decide alone;
-  // copies when the pieces were too small to time). Views must win by kViewMargin: the trials
-  // flatter them (where mapped pages were dear, trial views ran at 0.09–0.12 ns per byte and a
-  // whole scan of views at about 0.2), and copies keep a scan's page faults bounded.
+  // copies when the pieces were too small to time). Views must win by kViewMargin: a wrong view
+  // costs far more than a wrong copy (views ran 1.2–5 × slower than copies where mapped pages
+  // were dear, copies at most 1.25 × slower where they were cheap), and copies keep a scan's
+  // page faults bounded.
   void record(bool view, std::uint64_t ns, std::uint64_t bytes) {
     const std::lock_guard lock(mutex_);
     if (bytes >= kTrialMinBytes)

@@ -2,8 +2,8 @@
 // rows, leaf commit stamps, hive manifests), so the same inputs give the same bytes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <optional>
 #include <string>
 
@@ -40,10 +40,16 @@ TEST(OutputTime, SourceDateEpochFixesTheStampedTime) {
   }
   {
     const EpochScope none(nullptr);
-    const auto before = static_cast<std::int64_t>(std::time(nullptr));
+    // The system clock, which output_time reads (std::time may read a coarse clock that lags it).
+    const auto system_seconds = [] {
+      return static_cast<std::int64_t>(
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count());
+    };
+    const std::int64_t before = system_seconds();
     const std::int64_t now = output_time();
     EXPECT_GE(now, before);
-    EXPECT_LE(now, static_cast<std::int64_t>(std::time(nullptr)));
+    EXPECT_LE(now, system_seconds());
   }
   for (const char* bad : {"soon", "-5", "1.5", "99999999999999999999"}) {
     const EpochScope epoch(bad);

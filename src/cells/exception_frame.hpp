@@ -32,10 +32,10 @@ void decode_exception_frame(std::span<const std::byte> frame, std::uint64_t n, c
 void check_stream_frame(std::span<const std::byte> frame, std::uint64_t expected, const std::string& object,
                         const std::string& structure, const char* frame_name);
 
-// T19 for a stream frame: one standard zstd frame of exactly `frame.size()` bytes declaring
-// content size `expected`, decompressing to exactly `dst.size() == expected` bytes. It is decoded a
-// block at a time (codec::zstd_decompress_blocks): `on_block(produced)` runs after each block, when
-// dst[0, produced) is final. `on_block` must not throw.
+// The rest of T19 for a stream frame that check_stream_frame accepted (the decoder checks both of
+// a chunk's frames before it sizes anything): it decompresses to exactly `dst.size()` bytes. It is
+// decoded a block at a time (codec::zstd_decompress_blocks): `on_block(produced)` runs after each
+// block, when dst[0, produced) is final. `on_block` must not throw.
 void decode_stream_frame(std::span<const std::byte> frame, std::span<std::byte> dst, const std::string& object,
                          const std::string& structure, const char* frame_name,
                          const std::function<void(std::size_t)>& on_block);

@@ -9,11 +9,16 @@ option(TESSERA_WITH_PARQUET "Parquet through libthrift and Snappy: the deltacell
 option(TESSERA_WITH_PNG "PNG pictures through libpng: quicklooks, tile charts, heatmaps" ON)
 set(TESSERA_FEATURES HDF5 NETCDF PARQUET PNG)
 
+include(cmake/TesseraSoname.cmake)
 if(TESSERA_WITH_HDF5)
   find_package(HDF5 REQUIRED COMPONENTS C)
+  tessera_library_file(_hdf5_file "^libhdf5[^/]*\\.so" ${HDF5_C_LIBRARIES})
+  tessera_soname(TESSERA_HDF5_SONAME ${_hdf5_file})
 endif()
 if(TESSERA_WITH_NETCDF)
   pkg_check_modules(NETCDF REQUIRED IMPORTED_TARGET netcdf)
+  tessera_library_file(_netcdf_file "^libnetcdf\\.so" ${NETCDF_LINK_LIBRARIES})
+  tessera_soname(TESSERA_NETCDF_SONAME ${_netcdf_file})
 endif()
 if(TESSERA_WITH_PARQUET)
   pkg_check_modules(THRIFT REQUIRED IMPORTED_TARGET thrift)
@@ -24,24 +29,29 @@ if(TESSERA_WITH_PNG)
   find_package(PNG REQUIRED)
 endif()
 
-# tessera_feature(<FEATURE> MODULE <m> STUB <file> SOURCES <files…> LINKS <targets…>): the files of
-# src/<m>/ that need the feature's libraries, and the stand-in compiled instead when it is off.
+# tessera_feature(<FEATURE> MODULE <m> STUB <file> SOURCES <files…> LINKS <targets…>
+#                 [LOADED_ON_USE <definitions…>]): the files of src/<m>/ that need the feature's
+# libraries, and the stand-in compiled instead when it is off. LOADED_ON_USE: the files are
+# compiled against the libraries' headers but nothing links them; they load them at run time
+# (include/tessera/core/loaded_library.hpp), told their sonames by the <definitions>.
 function(tessera_feature feature)
-  cmake_parse_arguments(F "" "MODULE;STUB" "SOURCES;LINKS" ${ARGN})
+  cmake_parse_arguments(F "" "MODULE;STUB" "SOURCES;LINKS;LOADED_ON_USE" ${ARGN})
   foreach(file ${F_STUB} ${F_SOURCES})
     if(NOT EXISTS ${PROJECT_SOURCE_DIR}/src/${F_MODULE}/${file})
       message(FATAL_ERROR "tessera_feature(${feature}): src/${F_MODULE}/${file} does not exist")
     endif()
   endforeach()
   set_property(GLOBAL APPEND PROPERTY TESSERA_FEATURES_OF_${F_MODULE} ${feature})
-  foreach(field STUB SOURCES LINKS)
+  foreach(field STUB SOURCES LINKS LOADED_ON_USE)
     set_property(GLOBAL PROPERTY TESSERA_FEATURE_${feature}_${field} ${F_${field}})
   endforeach()
 endfunction()
 
 tessera_feature(HDF5 MODULE interop STUB hdf5_unavailable.cpp
-                SOURCES hdf5.cpp hdf5_chunk.cpp hdf5_file.cpp hdf5_handle.cpp LINKS hdf5::hdf5)
-tessera_feature(NETCDF MODULE interop STUB netcdf_unavailable.cpp SOURCES netcdf.cpp LINKS PkgConfig::NETCDF)
+                SOURCES hdf5.cpp hdf5_api.cpp hdf5_chunk.cpp hdf5_file.cpp hdf5_handle.cpp LINKS hdf5::hdf5
+                LOADED_ON_USE TESSERA_HDF5_SONAME="${TESSERA_HDF5_SONAME}")
+tessera_feature(NETCDF MODULE interop STUB netcdf_unavailable.cpp SOURCES netcdf.cpp netcdf_api.cpp
+                LINKS PkgConfig::NETCDF LOADED_ON_USE TESSERA_NETCDF_SONAME="${TESSERA_NETCDF_SONAME}")
 # (rle_hybrid and parquet_common need no library and stay; zlib is a core dependency, linked here
 # for GZIP pages.)
 tessera_feature(PARQUET MODULE columnar STUB parquet_unavailable.cpp
@@ -91,11 +101,18 @@ function(_tessera_feature_objects module deps)
     endif()
     get_property(_files GLOBAL PROPERTY TESSERA_FEATURE_${f}_SOURCES)
     get_property(_links GLOBAL PROPERTY TESSERA_FEATURE_${f}_LINKS)
+    get_property(_loaded GLOBAL PROPERTY TESSERA_FEATURE_${f}_LOADED_ON_USE)
     list(TRANSFORM _files PREPEND ${PROJECT_SOURCE_DIR}/src/${module}/)
     string(TOLOWER "tessera_${module}_${f}" _objects)
     add_library(${_objects} OBJECT ${_files})
-    target_link_libraries(${_objects} PRIVATE ${deps} ${_links} tessera_build_flags)
+    target_link_libraries(${_objects} PRIVATE ${deps} tessera_build_flags)
     target_sources(tessera_${module} PRIVATE $<TARGET_OBJECTS:${_objects}>)
+    if(_loaded)
+      tessera_compile_against(${_objects} ${_links})
+      target_compile_definitions(${_objects} PRIVATE ${_loaded})
+      continue()
+    endif()
+    target_link_libraries(${_objects} PRIVATE ${_links})
     foreach(l ${_links})
       target_link_libraries(tessera_${module} PRIVATE $<LINK_ONLY:${l}>)
     endforeach()

@@ -9,7 +9,7 @@
 // goes through hdf5_chunk (stored bytes under the lock, decoding outside it). Its automatic error printing is switched
 // off on every thread that calls in (library code never prints); failures become FormatError/IoError carrying the
 // innermost messages of HDF5's error stack.
-#include <hdf5.h>
+#include "hdf5_api.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -26,9 +26,6 @@
 #include "tessera/interop/source.hpp"
 #include "tessera/io/byte_source.hpp"
 #include "tessera/tet/format.hpp"
-
-static_assert(H5_VERSION_GE(1, 10, 3) && !H5_VERSION_GE(1, 12, 0),
-              "interop/hdf5 is written against the HDF5 1.10 API (1.10.3 or later)");
 
 namespace tessera::interop {
 namespace {

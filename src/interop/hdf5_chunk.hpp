@@ -6,7 +6,7 @@
 // converter threads inflate chunks at the same time; the bytes are the ones H5Dread would give.
 #pragma once
 
-#include <hdf5.h>
+#include "hdf5_api.hpp"
 
 #include <cstddef>
 #include <cstdint>

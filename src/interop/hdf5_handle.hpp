@@ -4,7 +4,7 @@
 // `hdf5_file.cpp` (path-based reads for the cells converter) both build on them.
 #pragma once
 
-#include <hdf5.h>
+#include "hdf5_api.hpp"
 
 #include <optional>
 #include <span>

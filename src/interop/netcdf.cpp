@@ -6,7 +6,7 @@
 //
 // libnetcdf is not thread-safe: every call into it holds one process-wide mutex, so parallel tile
 // readers take turns here (the decoding of HDF5 chunks inside libnetcdf included).
-#include <netcdf.h>
+#include "netcdf_api.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -2,7 +2,7 @@
 // backoff and jitter, header capture, body limits, request bodies and SigV4 signing.
 #include "http_request.hpp"
 
-#include <curl/curl.h>
+#include "curl_api.hpp"
 
 #include <algorithm>
 #include <chrono>

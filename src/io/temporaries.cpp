@@ -32,10 +32,12 @@ long pid_in_name(std::string_view name, std::string_view prefix) {
 enum SlotState : int { kFree = 0, kWriting = 1, kReady = 2 };
 struct Slot {
   std::atomic<int> state{kFree};
-  char path[PATH_MAX];
+  char path[PATH_MAX]{};
 };
 constexpr std::size_t kSlots = 64;
-std::array<Slot, kSlots> g_slots;
+// Constant-initialised (zeros in .bss): a dynamic initialiser would touch all 64 slots' pages at
+// every process start.
+constinit std::array<Slot, kSlots> g_slots{};
 
 extern "C" void remove_temporaries_and_die(int sig) {
   remove_registered_temporaries();

@@ -118,3 +118,19 @@ def test_a_query_on_a_url_writes_nothing_beside_the_url(server, conformance, tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
     values = tet.open(url)[name][...]  # a spill is the selection's raw little-endian elements
     np.testing.assert_array_equal(np.fromfile(tmp_path / "out.bin", dtype=values.dtype.newbyteorder("<")), values.ravel())
+
+
+def test_the_http_library_is_loaded_on_the_first_request(server, conformance):
+    """libcurl is not loaded at a process's start (docs/design.md, "Libraries loaded on first
+    use"), but by the first request; the CLI then reads the URL as it reads the file."""
+    from test_libraries_on_first_use import loaded_libraries, named
+
+    local = subprocess.run([str(tessera.cli_path()), "tet", "info", conformance / "tetration" / "sample.tet"],
+                           capture_output=True, text=True, check=True, timeout=300).stdout
+    libraries = loaded_libraries("tet", "info", f"{server}/tetration/sample.tet")
+    curl = named(libraries, "libcurl")
+    assert curl and all(how == "dynamically loaded by" for how in curl.values()), curl
+    remote = subprocess.run([str(tessera.cli_path()), "tet", "info", f"{server}/tetration/sample.tet"],
+                            capture_output=True, text=True, check=True, timeout=300).stdout
+    assert remote.replace(f"{server}/tetration/sample.tet", "X") == local.replace(
+        str(conformance / "tetration" / "sample.tet"), "X")

@@ -481,4 +481,20 @@ Json parse_strict(std::string_view text, std::string_view source) {
   }
 }
 
+void release(Json& tree) noexcept {
+  if (tree.is_array()) {
+    Json::array_t elements;
+    elements.swap(tree.get_ref<Json::array_t&>());
+    for (Json& element : elements)
+      if (element.is_structured()) release(element);
+    // `elements` now holds only scalars and nulls, which std::vector destroys one by one.
+  } else if (tree.is_object()) {
+    Json::object_t members;
+    members.swap(tree.get_ref<Json::object_t&>());
+    for (auto& member : members)
+      if (member.second.is_structured()) release(member.second);
+  }
+  tree = nullptr;
+}
+
 }  // namespace tessera::codec::json

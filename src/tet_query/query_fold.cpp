@@ -122,6 +122,7 @@ std::uint64_t group_row_base(const Group& g, const Reduction& red, std::uint64_t
 
 Json f64_array(const std::vector<double>& v) {
   Json a = Json::array();
+  a.get_ref<Json::array_t&>().reserve(v.size());
   for (double x : v) a.push_back(x);
   return a;
 }

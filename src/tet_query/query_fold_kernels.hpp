@@ -233,7 +233,9 @@ void fold_to_fields(const Plan& plan, const Reduction& red, bool scalar, const s
   if (scalar) {
     res.fields.emplace_back(scalar_key, finish(cells[0]));
   } else {
+    // Reserved first: growing a million-element array by doubling moved every element ~20 times.
     Json a = Json::array();
+    a.get_ref<Json::array_t&>().reserve(cells.size());
     for (const auto& c : cells) a.push_back(finish(c));
     res.fields.emplace_back(partial_key, std::move(a));
   }

@@ -32,6 +32,15 @@ struct QueryResponse {
   codec::json::Json tree;  // the §5.2 response, keys in their output order
   bool dataset_matched = false;
   std::vector<std::string> available_datasets;  // filled when the dataset is missing
+
+  QueryResponse() = default;
+  QueryResponse(const QueryResponse&) = default;
+  QueryResponse(QueryResponse&&) noexcept = default;
+  QueryResponse& operator=(const QueryResponse&) = default;
+  QueryResponse& operator=(QueryResponse&&) noexcept = default;
+  // A partial result can hold millions of numbers; codec::json::release frees them without the
+  // copy nlohmann's destructor would make first.
+  ~QueryResponse() { codec::json::release(tree); }
 };
 
 // Validates the document against the file (if any), plans and, with options.execute, executes.

@@ -2,6 +2,9 @@
 // mapped file when one raw chunk holds the selection), the query engine, synthetic files and the
 // writer. python/tessera/tet.py builds the public objects on these.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -231,17 +234,113 @@ class PyTetFile {
   bool verify_checksums_ = false;
 };
 
-std::string run_query(const std::string& document, const std::optional<std::string>& path, bool execute,
-                      std::uint64_t preview, unsigned threads, const std::optional<std::string>& device) {
-  py::gil_scoped_release release;
-  const auto doc = tet::parse_query_json(document);
-  tet::QueryOptions options;
-  options.tet_path = path;
-  options.execute = execute;
-  options.preview = preview;
-  options.threads = threads;
-  options.device = device;
-  return tet::dump_query_json(tet::run_query(doc, options).tree, false);
+// A numeric array of a query response's `execution` block, taken out of the tree as the numpy
+// array `np.asarray` would make of its JSON list (tessera/tet.py `_arrays_in_response`): bools as
+// bool; integers as int64 (uint64 when one exceeds int64 and none is negative); anything with a
+// float or a null as float64, nulls as NaN. A partial result can hold millions of numbers; going
+// through JSON text and Python floats cost more than the fold that computed them.
+struct ResultArray {
+  std::string key;
+  char kind = 'f';  // 'f' float64, 'i' int64, 'u' uint64, 'b' bool, 's' a scalar (f64[0])
+  std::vector<double> f64;
+  std::vector<std::int64_t> i64;
+  std::vector<std::uint64_t> u64;
+  std::vector<std::uint8_t> flags;
+};
+
+// The kind `values` converts to, or 0 when it must go through Python (strings, nesting, bools
+// mixed with numbers, negative integers beside ones above int64).
+char result_array_kind(const codec::json::Json& values) {
+  using codec::json::Json;
+  bool any_float = false, any_null = false, any_bool = false, any_int = false, any_negative = false, any_big = false;
+  for (const Json& v : values) {
+    switch (v.type()) {
+      case Json::value_t::number_float: any_float = true; break;
+      case Json::value_t::number_integer:
+        any_int = true;
+        any_negative |= v.get<std::int64_t>() < 0;
+        break;
+      case Json::value_t::number_unsigned:
+        any_int = true;
+        any_big |= v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
+        break;
+      case Json::value_t::boolean: any_bool = true; break;
+      case Json::value_t::null: any_null = true; break;
+      default: return 0;
+    }
+  }
+  if (any_bool) return any_float || any_int || any_null ? 0 : 'b';
+  if (any_float || any_null) return 'f';
+  if (any_big) return any_negative ? 0 : 'u';
+  return 'i';
+}
+
+// Moves the convertible arrays (partial results and previews) out of `execution`, leaving null
+// in their place so the text stays small; shapes and indices stay for tet.py, as before. Scalars
+// that JSON can only write as null (NaN, ±inf) come out too, as Python floats.
+std::vector<ResultArray> take_result_arrays(codec::json::Json& tree) {
+  std::vector<ResultArray> out;
+  if (!tree.is_object() || !tree.contains("execution") || !tree["execution"].is_object()) return out;
+  for (auto& [key, values] : tree["execution"].items()) {
+    if (values.is_number_float() && !std::isfinite(values.get<double>())) {
+      out.push_back({key, 's', {values.get<double>()}, {}, {}, {}});
+      continue;
+    }
+    if (!values.is_array() || values.empty() || key == "operation_reduced_shape" ||
+        key == "transform_div_by_zero_indices")
+      continue;
+    ResultArray a;
+    a.key = key;
+    a.kind = result_array_kind(values);
+    if (a.kind == 0) continue;
+    for (const auto& v : values) {
+      switch (a.kind) {
+        case 'b': a.flags.push_back(v.get<bool>() ? 1 : 0); break;
+        case 'i': a.i64.push_back(v.get<std::int64_t>()); break;
+        case 'u': a.u64.push_back(v.get<std::uint64_t>()); break;
+        default: a.f64.push_back(v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>());
+      }
+    }
+    codec::json::release(values);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+// (response JSON text, {key: numpy array}) for tet.py to join.
+py::tuple run_query(const std::string& document, const std::optional<std::string>& path, bool execute,
+                    std::uint64_t preview, unsigned threads, const std::optional<std::string>& device) {
+  std::string text;
+  std::vector<ResultArray> arrays;
+  {
+    py::gil_scoped_release release;
+    const auto doc = tet::parse_query_json(document);
+    tet::QueryOptions options;
+    options.tet_path = path;
+    options.execute = execute;
+    options.preview = preview;
+    options.threads = threads;
+    options.device = device;
+    tet::QueryResponse response = tet::run_query(doc, options);
+    arrays = take_result_arrays(response.tree);
+    text = tet::dump_query_json(response.tree, false);
+  }
+  py::dict by_key;
+  for (ResultArray& a : arrays) {
+    if (a.kind == 's') {
+      by_key[py::str(a.key)] = py::float_(a.f64.front());
+      continue;
+    }
+    py::array array;
+    switch (a.kind) {
+      case 'b': array = to_numpy(std::move(a.flags)).attr("view")(py::dtype("bool")); break;
+      case 'i': array = to_numpy(std::move(a.i64)); break;
+      case 'u': array = to_numpy(std::move(a.u64)); break;
+      default: array = to_numpy(std::move(a.f64));
+    }
+    by_key[py::str(a.key)] = array;
+  }
+  return py::make_tuple(text, by_key);
 }
 
 py::dict synth(const std::string& path, const std::vector<std::string>& specs, std::uint64_t seed, unsigned threads,

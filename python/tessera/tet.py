@@ -345,22 +345,34 @@ _ARRAY_PREVIEW_DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, 
                          "u16": np.uint16, "i16": np.int16, "u32": np.uint32, "u64": np.uint64, "f16": np.float16}
 
 
-def _arrays_in_response(response: dict) -> dict:
-    """Turns the partial results of a response's `execution` block into numpy arrays."""
+def _arrays_in_response(response: dict, arrays: Optional[Mapping[str, np.ndarray]] = None) -> dict:
+    """Turns the partial results of a response's `execution` block into numpy arrays.
+
+    `arrays` holds the ones the extension already made (numeric lists, taken out of the response
+    before it became text, and NaN or infinite scalars, which JSON can only write as null); they
+    go back in at their keys, then get the same shapes."""
     execution = response.get("execution")
     if not isinstance(execution, dict):
         return response
+    for key, array in (arrays or {}).items():
+        execution[key] = array
     for tag, dtype in _ARRAY_PREVIEW_DTYPES.items():
         key = f"{tag}_preview"
         if key in execution:
-            execution[key] = np.asarray([np.nan if v is None else v for v in execution[key]], dtype=dtype)
+            values = execution[key]
+            if not isinstance(values, np.ndarray):
+                values = [np.nan if v is None else v for v in values]
+            # f16 previews are binary16 bit patterns (tet.md §5.2), not numbers.
+            execution[key] = (np.asarray(values, dtype=np.uint16).view(np.float16) if tag == "f16"
+                              else np.asarray(values, dtype=dtype))
     shape = execution.get("operation_reduced_shape")
     for key, value in list(execution.items()):
-        if not isinstance(value, list) or key in ("operation_reduced_shape", "transform_div_by_zero_indices"):
+        if not isinstance(value, (list, np.ndarray)) or key in ("operation_reduced_shape",
+                                                                "transform_div_by_zero_indices"):
             continue
         if key.endswith("_preview"):
             continue
-        array = np.asarray([np.nan if v is None else v for v in value])
+        array = value if isinstance(value, np.ndarray) else np.asarray([np.nan if v is None else v for v in value])
         cells = int(np.prod(shape)) if shape else 0
         if key.startswith("operation_reduced_") and cells and array.size and array.size % cells == 0:
             # One value per kept position, or (histogram counts) `bins` values per position.
@@ -385,9 +397,9 @@ def query(path: Optional[PathLike], document: Union[Mapping[str, Any], str], *, 
     text = document if isinstance(document, str) else json.dumps(document)
     if isinstance(document, str) and not text.lstrip().startswith("{"):
         raise UsageError("query text must be JSON (pass a dict, or use `tessera tet query` for TOML)")
-    raw = _tessera.tet_query(text, None if path is None else os.fspath(path), bool(execute and path is not None),
-                             int(preview), int(threads), device)
-    return _arrays_in_response(json.loads(raw))
+    raw, arrays = _tessera.tet_query(text, None if path is None else os.fspath(path),
+                                     bool(execute and path is not None), int(preview), int(threads), device)
+    return _arrays_in_response(json.loads(raw), arrays)
 
 
 def synth(path: PathLike, datasets: Iterable[str], *, seed: int = 0, threads: int = 0, source: str = "",

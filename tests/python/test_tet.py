@@ -1,6 +1,7 @@
 """tessera.tet against the conformance files, the reference CLI's recorded outputs and an
 independent numpy decoder (tet_truth.py)."""
 import json
+import subprocess
 import threading
 
 import numpy as np
@@ -267,3 +268,63 @@ def test_reads_release_the_gil(tmp_path):
     t.join()
     ticks_during_read.append(ticks)
     assert ticks_during_read[0] > 1000
+
+
+_REDUCTIONS = ["sum", "mean", "min", "max", "count", "var", "std", "product", "norm_l1", "norm_l2", "all_finite",
+               "any_nan", "any_inf", "arg_min", "arg_max", "median", "nan_count", "inf_count", "nan_mean", "nan_std"]
+
+
+@pytest.mark.parametrize("op", _REDUCTIONS)
+def test_query_arrays_equal_the_cli_json_values(tmp_path, op):
+    """The extension hands reduced results to Python as numpy arrays, not as JSON text: they must
+    be what the CLI's JSON says, value for value and of the kind np.asarray makes of that JSON
+    (bools, integers, floats with null as NaN), except that ±inf, which JSON writes as null,
+    stays ±inf."""
+    rng = np.random.default_rng(11)
+    data = rng.normal(size=(6, 8, 5)).astype(np.float32)
+    data[1, 2, 3] = np.nan
+    data[4, :, 0] = np.nan
+    data[2, 5, 1] = np.inf
+    data[3, 6, 2] = -np.inf
+    path = tmp_path / "nan.tet"
+    with tet.Writer(path) as w:
+        w.write_dataset(w.add_dataset("v", np.float32, data.shape, (3, 4, 5)), data)
+    for axes in ([0], [1, 2]):
+        doc = {"dataset": "v", op: axes}
+        cli = subprocess.run([str(tessera.cli_path()), "tet", "query", json.dumps(doc), "-t", str(path), "-x",
+                              "--format", "json", "--preview", "0"], capture_output=True, text=True, check=True)
+        execution = json.loads(cli.stdout)["execution"]
+        key = next(k for k in execution if k.startswith("operation_reduced_") and k != "operation_reduced_shape")
+        want = np.asarray([np.nan if v is None else v for v in execution[key]])
+        got = tet.query(path, doc, preview=0)["execution"][key]
+        assert got.dtype.kind == want.dtype.kind, (op, axes, got.dtype, want.dtype)
+        assert got.shape == tuple(execution["operation_reduced_shape"]), (op, axes)
+        flat = got.ravel()
+        infinite = np.isinf(flat) if flat.dtype.kind == "f" else np.zeros(flat.shape, bool)
+        np.testing.assert_array_equal(np.where(infinite, np.nan, flat), want, err_msg=f"{op} {axes}")
+        if op in ("max", "min", "sum") and axes == [0]:
+            assert infinite.any(), "the data's infinities reach this result"
+
+
+@pytest.mark.parametrize("dtype", ["<f4", "<f8", "<i4", "<i8", "|u1", "<u2", "<i2", "<u4", "<u8", "<f2"])
+def test_query_previews_are_the_stored_values(tmp_path, dtype):
+    """A preview is the selection's first values in the dataset's own dtype: infinities and NaN
+    stay what they are (JSON can only write null for them), extremes of every integer type
+    survive, and an f16 preview, which the response carries as binary16 bit patterns, reads as
+    the numbers those patterns encode."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        data = np.array([1.5, -0.0, np.inf, -np.inf, np.nan, np.finfo(dt).max, np.finfo(dt).tiny, 3.0], dtype=dt)
+    else:
+        info = np.iinfo(dt)
+        data = np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1, 7, 9], dtype=dt)
+    data = data.reshape(2, 4)
+    path = tmp_path / "p.tet"
+    with tet.Writer(path) as w:
+        w.write_dataset(w.add_dataset("v", dt, data.shape, (2, 2)), data)
+    tag = {"f": "f", "i": "i", "u": "u"}[dt.kind] + str(dt.itemsize * 8)
+    preview = tet.query(path, {"dataset": "v"}, preview=8)["execution"][f"{tag}_preview"]
+    assert preview.dtype == dt.newbyteorder("=")
+    np.testing.assert_array_equal(preview, data.ravel())
+    if dt.kind == "f":
+        assert np.signbit(preview[1]) and np.isposinf(preview[2]) and np.isneginf(preview[3])

@@ -36,4 +36,10 @@ void* LoadedLibrary::symbol(const char* name) const {
   return address;
 }
 
+void* LoadedLibrary::variable(const char* name) const {
+  // The library was opened RTLD_GLOBAL, so the global scope has it when nothing comes first.
+  if (void* address = ::dlsym(RTLD_DEFAULT, name)) return address;
+  return symbol(name);
+}
+
 }  // namespace tessera

@@ -24,8 +24,9 @@ Hdf5Api load_hdf5() {
                            {}, library.soname());
   if (api.H5open() < 0)
     throw UnsupportedError("libhdf5 (" + library.soname() + ") failed to initialise", {}, library.soname());
-    // The globals hold the ids of the predefined types, which H5open has just registered.
-#define TESSERA_HDF5_READ_GLOBAL(name) api.name = *static_cast<const hid_t*>(library.symbol(#name));
+    // The globals hold the ids of the predefined types, which H5open has just registered (in the
+    // program's copy of them when it links libhdf5 too: LoadedLibrary::variable).
+#define TESSERA_HDF5_READ_GLOBAL(name) api.name = *static_cast<const hid_t*>(library.variable(#name));
   TESSERA_HDF5_GLOBALS(TESSERA_HDF5_READ_GLOBAL)
 #undef TESSERA_HDF5_READ_GLOBAL
   return api;

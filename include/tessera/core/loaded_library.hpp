@@ -26,7 +26,14 @@ class LoadedLibrary {
   // library has none (a different version of it than the build was made against).
   void* symbol(const char* name) const;
 
-  // Sets `pointer` (a function or object pointer) to the symbol `name`.
+  // The address of the variable `name` as the library's own code uses it. A program that also
+  // links the library and reads the variable itself holds a copy of it (a copy relocation), and
+  // the library's code then reads and writes that copy, not its own: the lookup goes through the
+  // process's global scope first, as the library's own references do, and falls back to the
+  // library. UnsupportedError as for symbol() when neither has it.
+  void* variable(const char* name) const;
+
+  // Sets `pointer` (a function pointer) to the symbol `name`.
   template <class Pointer>
   void bind(Pointer& pointer, const char* name) const {
     pointer = reinterpret_cast<Pointer>(symbol(name));

@@ -22,10 +22,11 @@ Hdf5Api load_hdf5() {
                                std::to_string(H5_VERS_MINOR) + ", but " + library.soname() + " is version " +
                                std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release),
                            {}, library.soname());
-  if (api.H5open() < 0)
+  if (api.H5open() < 0) {
     throw UnsupportedError("libhdf5 (" + library.soname() + ") failed to initialise", {}, library.soname());
-    // The globals hold the ids of the predefined types, which H5open has just registered (in the
-    // program's copy of them when it links libhdf5 too: LoadedLibrary::variable).
+  }
+  // The globals hold the ids of the predefined types, which H5open has just registered (in the
+  // program's copy of them when it links libhdf5 too: LoadedLibrary::variable).
 #define TESSERA_HDF5_READ_GLOBAL(name) api.name = *static_cast<const hid_t*>(library.variable(#name));
   TESSERA_HDF5_GLOBALS(TESSERA_HDF5_READ_GLOBAL)
 #undef TESSERA_HDF5_READ_GLOBAL

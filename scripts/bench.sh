@@ -2,9 +2,11 @@
 # Runs tessera's benchmarks from a Release build (docs/performance.md).
 #
 #   scripts/bench.sh tet-read [--size-gib N] [--repeat R] [--threads T] [--no-cli]
-#       Whole-file read throughput of the .tet reader (bench/bench_tet_read.cpp) against memcpy
-#       and bare libzstd. The input files (about N GiB each, default 2) are synthesized once
-#       into build/bench-data/ and reused; delete them to regenerate.
+#       Whole-file read throughput of the .tet reader (bench/bench_tet_read.cpp) against memcpy,
+#       pread and bare libzstd, then whole-array reads from Python against numpy's np.load, h5py
+#       and a bare pread copy on the same data (bench/bench_tet_read_peers.py). The input files
+#       (about N GiB each, default 2) and their .npy/.h5 twins are written once into
+#       build/bench-data/ and reused; delete them to regenerate.
 #
 #   scripts/bench.sh ragged [--repeat R] [--threads T] [--cells N]
 #       read_tensors sweep and read_cell on a production-geometry zagg-ragged leaf
@@ -128,8 +130,14 @@ shift
 case "$command" in
   tet-read)
     build bench_tet_read
+    build _tessera
     mkdir -p "$data_dir"
-    exec "$build_dir/bench/bench_tet_read" --data-dir "$data_dir" "$@"
+    "$build_dir/bench/bench_tet_read" --data-dir "$data_dir" "$@"
+    # Then the peers on the same files: numpy, h5py and tessera's own Python reads.
+    peer_args=()
+    for arg in "$@"; do [ "$arg" = --no-cli ] || peer_args+=("$arg"); done
+    PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 \
+      "$root/bench/bench_tet_read_peers.py" --data-dir "$data_dir" "${peer_args[@]}"
     ;;
   ragged)
     build bench_ragged

@@ -420,6 +420,26 @@ struct AxisCopy {
   std::uint64_t out_first = 0;  // output index of the first selected one
 };
 
+// The byte offset in the output of a tile that is selected whole and fills one contiguous run of
+// it: every axis after some axis k covers the output's whole extent, every axis before k one
+// index. Such a tile can be decoded straight into place. nullopt for any other tile.
+std::optional<std::uint64_t> contiguous_offset(std::span<const std::uint64_t> extent, const std::vector<AxisCopy>& axes,
+                                               std::span<const std::uint64_t> out_shape, std::size_t es) {
+  const std::size_t nd = axes.size();
+  for (std::size_t d = 0; d < nd; ++d)
+    if (axes[d].step != 1 || axes[d].tile_first != 0 || axes[d].count != extent[d]) return std::nullopt;
+  std::size_t k = nd - 1;  // the outermost axis from which on the tile spans the output
+  while (k > 0 && axes[k].count == out_shape[k]) --k;
+  for (std::size_t d = 0; d < k; ++d)
+    if (axes[d].count != 1) return std::nullopt;
+  std::uint64_t offset = 0, stride = 1;
+  for (std::size_t d = nd; d-- > 0;) {
+    offset += axes[d].out_first * stride;
+    stride *= out_shape[d];
+  }
+  return offset * es;
+}
+
 template <typename T>
 void copy_strided(std::byte* out, const std::byte* in, std::uint64_t n, std::uint64_t step) {
   for (std::uint64_t k = 0; k < n; ++k) std::memcpy(out + k * sizeof(T), in + k * step * sizeof(T), sizeof(T));
@@ -533,6 +553,19 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
     ChunkReadAhead::Hold hold;
     if (ahead) hold = ahead->before(t);
     if (options.verify_checksums) check_chunk_checksum(entry);
+    // A raw tile that fills a run of the output is read straight into it: one copy out of the
+    // page cache, none through a staging buffer (a whole-array read of row-chunked data).
+    const ChunkEntry& e = layout_.entries[entry];
+    if (entry_codec(e) == Codec::Raw) {
+      std::uint64_t tile_elems = 1;
+      for (std::size_t d = 0; d < nd; ++d) tile_elems *= extent[d];
+      if (e.raw_byte_len == tile_elems * es) {
+        if (const auto at = contiguous_offset({extent.data(), nd}, axes, out_shape, es)) {
+          decode_chunk(entry, dst.subspan(checked_size(*at), checked_size(e.raw_byte_len)), path);
+          return;
+        }
+      }
+    }
     thread_local std::vector<std::byte> scratch;
     decode_chunk_into(entry, scratch, path);
     scatter_tile(scratch.data(), {extent.data(), nd}, axes, out_shape, es, dst.data());

@@ -18,62 +18,11 @@
 #include "tessera/io/byte_source.hpp"
 #include "tessera/tet/reader.hpp"
 #include "tessera/tet/writer.hpp"
+#include "writer_test_support.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
-namespace io = tessera::io;
-namespace tet = tessera::tet;
-using tessera::DType;
-using tessera::testing::conformance_dir;
-using tessera::testing::read_file_bytes;
-using tessera::testing::TempDir;
-using tet::Codec;
-using tet::DatasetSpec;
-using tet::TetWriter;
-using tet::WriterOptions;
-
-using tessera::testing::bytes_of;
-
-template <typename T>
-std::vector<T> iota_values(std::size_t n, T first) {
-  std::vector<T> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(first + static_cast<T>(i));
-  return v;
-}
-
-fs::path tet_dir() { return conformance_dir() / "tetration"; }
-
-// The reference writer's output: no tessera footer extension, so no chunk checksums (these
-// tests compare with files the reference wrote; footer_extension_test covers the extension).
-WriterOptions reference_options() {
-  WriterOptions options;
-  options.chunk_checksums = false;
-  return options;
-}
-
-// Writes one dataset holding `data` into memory.
-std::vector<std::byte> write_one(const DatasetSpec& spec, std::span<const std::byte> data,
-                                 WriterOptions options = reference_options()) {
-  io::MemorySink sink;
-  TetWriter writer(sink, std::move(options));
-  writer.add_dataset(spec);
-  writer.write_dataset(0, data);
-  writer.commit();
-  EXPECT_TRUE(sink.committed());
-  EXPECT_EQ(writer.file_size(), sink.bytes().size());
-  return sink.bytes();
-}
-
-tet::TetFile open_memory(std::vector<std::byte> bytes, std::string name = "<written>") {
-  return tet::TetFile::open(std::shared_ptr<const io::ByteSource>(io::owned_memory_source(std::move(bytes), name)));
-}
-
-std::vector<std::byte> read_all(const tet::TetFile& file, const tet::Dataset& ds) {
-  std::vector<std::byte> out(ds.logical_bytes);
-  file.read_box(ds, ds.full_box(), out);
-  return out;
-}
+using namespace tessera::tet::writer_testing;  // NOLINT(google-build-using-namespace): the shared helpers
 
 // Re-creates `source` through TetWriter: same datasets, codecs, TIDX settings and footer, data
 // read back with TetFile.
@@ -95,26 +44,6 @@ std::vector<std::byte> rebuild(const tet::TetFile& source, unsigned threads = 0)
   for (const auto& ds : source.datasets()) writer.write_dataset(ds.id, read_all(source, ds));
   writer.commit();
   return sink.bytes();
-}
-
-void expect_same_bytes(const std::vector<std::byte>& actual, const std::vector<std::byte>& expected) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t i = 0; i < actual.size(); ++i) ASSERT_EQ(actual[i], expected[i]) << "first difference at byte " << i;
-}
-
-template <typename E, typename F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected one containing: " << needle;
-  } catch (const E& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
-
-DatasetSpec spec(std::string name, DType dtype, std::vector<std::uint64_t> shape, std::vector<std::uint64_t> chunks,
-                 Codec codec = Codec::Raw) {
-  return {std::move(name), dtype, std::move(shape), std::move(chunks), codec, 3};
 }
 
 // ---- byte-identical regeneration of the reference writer's raw files --------------------------
@@ -498,107 +427,6 @@ TEST(TetWriterOrder, OutOfOrderAndMissingDataAreUsageErrors) {
   expect_error<tessera::UsageError>([&] { w.commit(); }, "already committed");
   expect_error<tessera::UsageError>([&] { w.write_chunk_row(0, 0, row4); }, "already committed");
   EXPECT_NO_THROW(open_memory(sink.bytes()));
-}
-
-// ---- raw tiles in parts (append_raw_tiles) --------------------------------------------------
-
-// The payload region of a raw fixture: its tiles in index order, back to back.
-std::vector<std::byte> payloads_of(const fs::path& fixture) {
-  const auto file = tet::TetFile::open(fixture.string());
-  const auto& entries = file.layout().entries;
-  const auto bytes = read_file_bytes(fixture);
-  const auto begin = static_cast<std::ptrdiff_t>(entries.front().payload_offset);
-  const auto end = static_cast<std::ptrdiff_t>(entries.back().payload_offset + entries.back().stored_byte_len);
-  return {bytes.begin() + begin, bytes.begin() + end};
-}
-
-// Gives `stream` to append_raw_tiles in parts of the sizes in `parts` (cycled).
-void append_in_parts(TetWriter& w, std::uint32_t id, std::span<const std::byte> stream,
-                     const std::vector<std::size_t>& parts) {
-  std::size_t at = 0;
-  for (std::size_t i = 0; at < stream.size(); ++i) {
-    const std::size_t n = std::min(parts[i % parts.size()], stream.size() - at);
-    w.append_raw_tiles(id, stream.subspan(at, n));
-    at += n;
-  }
-}
-
-TEST(TetWriterRawTiles, TilesInPartsCutAnywhereAreByteIdentical) {
-  const auto expected = read_file_bytes(tet_dir() / "large.tet");
-  const auto stream = payloads_of(tet_dir() / "large.tet");  // 144 tiles of 34 × 64 f32 in 4 × 4
-  ASSERT_EQ(stream.size(), 34u * 64 * 4);
-  for (const auto& parts : std::vector<std::vector<std::size_t>>{{stream.size()}, {1}, {7, 64, 1, 300}, {64}, {2000}}) {
-    io::MemorySink sink;
-    TetWriter w(sink, reference_options());
-    w.add_dataset(spec("a", DType::F32, {34, 64}, {4, 4}));
-    append_in_parts(w, 0, stream, parts);
-    w.commit();
-    expect_same_bytes(sink.bytes(), expected);
-  }
-  // A whole-array tile given a slab at a time.
-  const auto values = bytes_of(iota_values<float>(6, 1.0f));
-  io::MemorySink sink;
-  TetWriter w(sink, reference_options());
-  w.add_dataset(spec("temperature", DType::F32, {2, 3}, {2, 3}));
-  append_in_parts(w, 0, values, {12});
-  w.commit();
-  expect_same_bytes(sink.bytes(), write_one(spec("temperature", DType::F32, {2, 3}, {2, 3}), values));
-}
-
-TEST(TetWriterRawTiles, MixWithChunkRowsAndOtherDatasets) {
-  const auto stream = payloads_of(tet_dir() / "large.tet");
-  const auto values = bytes_of(iota_values<float>(34 * 64, 0.0f));
-  const std::vector<std::byte> b_values = bytes_of(iota_values<std::uint16_t>(10, 3));
-  // Reference: both datasets whole.
-  io::MemorySink ref_sink;
-  TetWriter ref(ref_sink);
-  ref.add_dataset(spec("a", DType::F32, {34, 64}, {4, 4}));
-  ref.add_dataset(spec("b", DType::U16, {2, 5}, {2, 2}, Codec::Zstd));
-  ref.write_dataset(0, values);
-  ref.write_dataset(1, b_values);
-  ref.commit();
-
-  // Both with chunk checksums: a tile given in parts is checksummed like a whole one.
-  io::MemorySink sink;
-  TetWriter w(sink);
-  w.add_dataset(spec("a", DType::F32, {34, 64}, {4, 4}));
-  w.add_dataset(spec("b", DType::U16, {2, 5}, {2, 2}, Codec::Zstd));
-  const std::size_t row_bytes = 4 * 64 * 4;  // chunk rows 0 and 1 as slabs, then raw tiles
-  w.write_chunk_row(0, 0, std::span(values).subspan(0, row_bytes));
-  w.write_chunk_row(0, 1, std::span(values).subspan(row_bytes, row_bytes));
-  w.append_raw_tiles(0, std::span(stream).subspan(2 * row_bytes, 100));  // inside tile 0 of row 2
-  expect_error<tessera::UsageError>(
-      [&] { w.write_chunk_row(0, 2, std::span(values).subspan(2 * row_bytes, row_bytes)); },
-      "write_chunk_row needs a chunk row boundary; 33 tiles (and 36 bytes of the next)");
-  w.append_raw_tiles(0, std::span(stream).subspan(2 * row_bytes + 100, row_bytes - 100));  // the rest of row 2
-  w.write_chunk_row(0, 3, std::span(values).subspan(3 * row_bytes, row_bytes));            // a boundary again
-  append_in_parts(w, 0, std::span(stream).subspan(4 * row_bytes), {333});
-  expect_error<tessera::UsageError>([&] { w.append_raw_tiles(1, b_values); }, "needs a raw-codec dataset");
-  w.write_dataset(1, b_values);
-  w.commit();
-  expect_same_bytes(sink.bytes(), ref_sink.bytes());
-}
-
-TEST(TetWriterRawTiles, CallOrderErrors) {
-  io::MemorySink sink;
-  TetWriter w(sink, reference_options());
-  w.add_dataset(spec("a", DType::U8, {5, 2}, {2, 2}));  // tiles of 4, 4 and 2 bytes
-  w.add_dataset(spec("b", DType::U8, {3}, {3}));
-  const std::vector<std::byte> eleven(11), three(3);
-  expect_error<tessera::UsageError>([&] { w.append_raw_tiles(1, three); }, "data is written in dataset order");
-  expect_error<tessera::UsageError>([&] { w.append_raw_tiles(0, eleven); },
-                                    "append_raw_tiles got 11 bytes but only 10 remain");
-  w.append_raw_tiles(0, std::span(eleven).subspan(0, 5));
-  expect_error<tessera::UsageError>([&] { w.write_dataset(0, std::vector<std::byte>(10)); },
-                                    "write_dataset needs a chunk row boundary");
-  expect_error<tessera::UsageError>([&] { w.commit(); }, "dataset 0 (\"a\"): 1 of 3 chunk rows written");
-  w.append_raw_tiles(0, std::span(eleven).subspan(0, 0));  // nothing: allowed
-  w.append_raw_tiles(0, std::span(eleven).subspan(0, 5));
-  expect_error<tessera::UsageError>([&] { w.append_raw_tiles(0, three); }, "all 3 chunk rows are already written");
-  w.append_raw_tiles(1, three);
-  w.commit();
-  const auto file = open_memory(sink.bytes());
-  EXPECT_EQ(file.layout().entries.size(), 4u);
 }
 
 // A sink that fails after a number of bytes, to show that a failed write abandons the writer.

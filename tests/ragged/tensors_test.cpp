@@ -334,7 +334,7 @@ TEST(RaggedTensors, ThreadCountsGiveIdenticalResults) {
 }
 
 // The sweep kernels fuse steps the spec lists separately (decode + validate, two quantiles in one
-// walk, a CDF walk that restarts for unsorted points, bin edges computed once per block); each
+// walk, a CDF that finds each point's row on its own, bin edges computed once per block); each
 // must equal the separate steps.
 TEST(RaggedTensors, FusedDigestKernelsEqualTheSeparateSteps) {
   io::DirectoryStore strata(test::strata_leaf().string()), minimal(test::fixture_leaf("minimal").string()),

@@ -48,8 +48,8 @@ struct QuantilePair {
 };
 QuantilePair quantiles(const Digest& d, double qa, double qb, double total) noexcept;
 
-// The CDF of a digest at sorted points `x` (numpy `interp(x, means, knots, 0, W)`); the knots and
-// total are computed once. Empty digest → NaN everywhere.
+// The CDF of a digest at points `x`, in any order (numpy `interp(x, means, knots, 0, W)`); the
+// knots and total are computed once. Empty digest → NaN everywhere.
 void cdf(const Digest& d, std::span<const double> x, std::span<double> out);
 
 // Counts per bin for edges z_lo + res·i (i = 0..n_bins): max(0, CDF(e_{i+1}) − CDF(e_i)).

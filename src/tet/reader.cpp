@@ -554,18 +554,14 @@ void TetFile::read_box(const Dataset& ds, const Box& box, std::span<std::byte> d
     if (ahead) hold = ahead->before(t);
     if (options.verify_checksums) check_chunk_checksum(entry);
     // A raw tile that fills a run of the output is read straight into it: one copy out of the
-    // page cache, none through a staging buffer (a whole-array read of row-chunked data).
+    // page cache, none through a staging buffer (a whole-array read of row-chunked data). Its
+    // raw_byte_len is the tile's extent in bytes: open rejects a file where it is not.
     const ChunkEntry& e = layout_.entries[entry];
-    if (entry_codec(e) == Codec::Raw) {
-      std::uint64_t tile_elems = 1;
-      for (std::size_t d = 0; d < nd; ++d) tile_elems *= extent[d];
-      if (e.raw_byte_len == tile_elems * es) {
-        if (const auto at = contiguous_offset({extent.data(), nd}, axes, out_shape, es)) {
-          decode_chunk(entry, dst.subspan(checked_size(*at), checked_size(e.raw_byte_len)), path);
-          return;
-        }
+    if (entry_codec(e) == Codec::Raw)
+      if (const auto at = contiguous_offset({extent.data(), nd}, axes, out_shape, es)) {
+        decode_chunk(entry, dst.subspan(checked_size(*at), checked_size(e.raw_byte_len)), path);
+        return;
       }
-    }
     thread_local std::vector<std::byte> scratch;
     decode_chunk_into(entry, scratch, path);
     scatter_tile(scratch.data(), {extent.data(), nd}, axes, out_shape, es, dst.data());
